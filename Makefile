@@ -1,0 +1,63 @@
+# Two commands for readers and CI: `make book` and `make test`. Both set up .venv first.
+# `make outputs` is the only way the committed notebook outputs are produced.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+# The pinned environment. `make outputs` and `make test` share it, so committed outputs
+# reproduce digit for digit: float sums depend on the thread count and on the SIMD path.
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+export OMP_NUM_THREADS := 2
+export MKL_NUM_THREADS := 2
+export COMPANION_NUM_THREADS := 2
+export ATEN_CPU_CAPABILITY := avx2
+export MKL_CBWR := AVX2
+export PYTHONHASHSEED := 0
+export COMPANION_DEVICE := cpu
+# ipykernel's debugger otherwise warns about frozen modules on stderr.
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+
+.PHONY: all setup book test outputs lint lock clean
+
+all: test
+
+setup: $(STAMP)
+
+# Exact pins from requirements.lock; companion itself in editable mode. d2l is the reference
+# the tests compare against: its release pins old numpy and imports torchvision, so it goes in
+# without its dependencies (the libraries it really imports are in the lock).
+$(STAMP): requirements.lock pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps d2l==1.0.3
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	# Build matplotlib's font cache now, so its one-time notice never lands in a notebook.
+	$(BIN)/python -c "import matplotlib.pyplot"
+	touch $@
+
+book: $(STAMP)
+	$(BIN)/jupyter-book build . -W --keep-going
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -v
+
+outputs: $(STAMP)
+	$(BIN)/python tools/notebooks.py execute
+
+lint: $(STAMP)
+	$(BIN)/ruff check companion tests tools
+
+clean:
+	rm -rf _build
+
+# Re-resolve the lock from pyproject.toml's loose ranges in a scratch venv (needs the network
+# to the package index). torch is held at the version the lock already names.
+lock:
+	rm -rf /tmp/companion-lock && $(PYTHON) -m venv /tmp/companion-lock
+	/tmp/companion-lock/bin/python -m pip install --quiet setuptools wheel \
+	    "torch==$$(sed -n 's/^torch==\([^+]*\).*/\1/p' requirements.lock)" -e ".[book,test]"
+	( echo "# Exact pins for the book, CI and make outputs. Regenerate with: make lock"; \
+	  /tmp/companion-lock/bin/python -m pip freeze --all --exclude-editable \
+	    | grep -v '^pip==' | sed 's/^torch==\([^+]*\)+.*/torch==\1/' ) > requirements.lock

@@ -1,0 +1,34 @@
+"""Pinned settings that make a notebook print the same numbers on every run.
+
+``make outputs`` and ``make test`` export the same environment (threads, the CPU math path,
+``MKL_CBWR``); :func:`reproducible` applies the in-process half of it at the top of a chapter.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import torch
+
+THREADS_VARIABLE = "COMPANION_NUM_THREADS"
+
+
+def reproducible(seed: int = 0) -> None:
+    """Seed every generator, pin torch's thread count and make printed tensors short and stable.
+
+    The thread count comes from ``$COMPANION_NUM_THREADS`` (the Makefile sets 2); without it,
+    torch keeps its own default, which is what a reader in Colab wants. Float sums depend on
+    how the work is split between threads, so pinning them pins the last printed digit.
+    """
+    threads = os.environ.get(THREADS_VARIABLE)
+    if threads:
+        torch.set_num_threads(int(threads))
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    # Fixed-point with 4 decimals: tensor reprs would otherwise switch to scientific notation
+    # depending on their values.
+    torch.set_printoptions(precision=4, sci_mode=False)
+    np.set_printoptions(precision=4, suppress=True)

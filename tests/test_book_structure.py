@@ -1,0 +1,135 @@
+"""The book's structure: table of contents, set-up cells, layers only from companion."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tools.notebooks import ROOT, book_config, setup_cell_source, toc_files, toc_notebooks
+
+NOTEBOOKS = sorted(p for p in (ROOT / "book").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+
+
+def test_toc_and_notebooks_match_one_to_one():
+    listed = toc_notebooks()
+    assert sorted(listed) == NOTEBOOKS, "every notebook under book/ is in _toc.yml, and only those"
+    assert len(set(listed)) == len(listed), "a notebook is listed twice"
+
+
+def test_every_toc_entry_exists():
+    for entry in toc_files():
+        path = ROOT / entry
+        found = path.exists() or any(path.with_suffix(s).exists() for s in (".md", ".ipynb"))
+        assert found, f"_toc.yml lists {entry}, which is not in the repository"
+
+
+def _solution_cells(notebook) -> set[int]:
+    """Indices of the cells inside a sphinx-exercise solution or between solution markers."""
+    inside, exempt = False, set()
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type == "markdown":
+            if "{solution-end}" in cell.source:
+                inside = False
+            if "{solution-start}" in cell.source:
+                inside = True
+        elif inside or "### BEGIN SOLUTION" in cell.source:
+            exempt.add(index)
+    return exempt
+
+
+def layer_definitions(notebook) -> list[tuple[int, str]]:
+    """(cell index, class name) of every nn.Module subclass defined outside a solution."""
+    found = []
+    exempt = _solution_cells(notebook)
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code" or index in exempt:
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:  # IPython magics: fall back to a pattern
+            found += [(index, m) for m in re.findall(r"class\s+(\w+)\s*\([^)]*Module", cell.source)]
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and any(
+                "Module" in ast.unparse(base) for base in node.bases
+            ):
+                found.append((index, node.name))
+    return found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_defines_no_layer(path):
+    assert layer_definitions(nbformat.read(path, as_version=4)) == []
+
+
+def test_layer_detection_can_fail():
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("from torch import nn\nclass Mine(nn.Module):\n    pass"),
+        nbformat.v4.new_markdown_cell("```{solution-start} ex\n```"),
+        nbformat.v4.new_code_cell("class Allowed(nn.Module):\n    pass"),
+        nbformat.v4.new_markdown_cell("```{solution-end}\n```"),
+        nbformat.v4.new_code_cell("%time x = 1\nclass Magic(torch.nn.Module): pass"),
+    ])
+    assert layer_definitions(notebook) == [(0, "Mine"), (4, "Magic")]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_first_cell_is_the_colab_setup(path):
+    first = nbformat.read(path, as_version=4).cells[0]
+    assert first.cell_type == "code"
+    assert first.source == setup_cell_source(), "regenerate it with `make outputs`"
+    assert book_config()["repository"]["url"] in first.source
+    assert 'if "google.colab" in sys.modules:' in first.source
+    assert first.outputs == [], "outside Colab the set-up cell prints nothing"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_committed_outputs_are_clean(path):
+    notebook = nbformat.read(path, as_version=4)
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        if cell.outputs:
+            assert cell.execution_count is not None, f"cell {index} has outputs but was not run"
+        for output in cell.outputs:
+            assert output.get("name") != "stderr", f"cell {index} wrote to stderr: {output.text!r}"
+            assert output.output_type != "error", f"cell {index} raised {output.ename}"
+            text = json.dumps(output.get("data", {}).get("text/plain", ""))
+            assert not re.search(r"\bat 0x[0-9a-f]+", text), f"cell {index} shows an address"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_exercises_have_solutions_and_balanced_markers(path):
+    notebook = nbformat.read(path, as_version=4)
+    markdown = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+    exercises = re.findall(r"```\{exercise-start\}\n:label: ([\w-]+)", markdown)
+    solutions = re.findall(r"```\{solution-start\} ([\w-]+)\n:class: dropdown", markdown)
+    assert len(exercises) >= 4, "every chapter has at least four exercises"
+    assert exercises == solutions, "each exercise has one dropdown solution, in the same order"
+    for index, cell in enumerate(notebook.cells):
+        begins = cell.source.count("### BEGIN SOLUTION")
+        assert begins == cell.source.count("### END SOLUTION"), f"cell {index}: unbalanced"
+
+
+def test_book_config_builds_only_the_toc():
+    config = book_config()
+    assert config["only_build_toc_files"] is True
+    assert {".venv", "_build", "tests"} <= set(config["exclude_patterns"])
+    assert config["execute"]["execute_notebooks"] == "off"
+    assert config["repository"]["url"].startswith("https://github.com/")
+    assert "sphinx_exercise" in config["sphinx"]["extra_extensions"]
+
+
+def test_readme_quick_start_shows_the_two_commands():
+    readme = (ROOT / "README.md").read_text()
+    assert "make book" in readme and "make test" in readme
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_notebook_paths_are_under_book():
+    assert all(Path(p).is_relative_to(ROOT / "book") for p in toc_notebooks())

@@ -1,0 +1,127 @@
+"""The book's notebooks: which ones the table of contents lists, their Colab set-up cell,
+and the one way their committed outputs are produced (``make outputs``).
+
+    python tools/notebooks.py list       # the notebooks in _toc.yml order
+    python tools/notebooks.py execute    # re-run them all in place, in the pinned environment
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import nbformat
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# The set-up cell every notebook starts with. Only in Colab does it install companion, from
+# the repository named in _config.yml, at the release tag of the version in pyproject.toml.
+SETUP_CELL = """\
+# Colab set-up: installs companion, the book's library, at this edition's release tag.
+# Anywhere else (your machine, Binder, CI) this cell does nothing and prints nothing.
+import sys
+
+if "google.colab" in sys.modules:
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "{requirement}"],
+        check=True,
+    )"""
+
+# Kept fixed so that re-running a notebook on another patch release of Python changes nothing.
+NOTEBOOK_METADATA = {
+    "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
+    "language_info": {"name": "python", "pygments_lexer": "ipython3"},
+}
+
+
+def book_config() -> dict:
+    return yaml.safe_load((ROOT / "_config.yml").read_text())
+
+
+def release_tag() -> str:
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    return f"v{version}"
+
+
+def companion_requirement() -> str:
+    url = book_config()["repository"]["url"].rstrip("/")
+    return f"companion @ git+{url}@{release_tag()}"
+
+
+def setup_cell_source() -> str:
+    return SETUP_CELL.format(requirement=companion_requirement())
+
+
+def toc_files() -> list[str]:
+    """Every ``file:`` entry of _toc.yml, the root first, in reading order."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            if "file" in node:
+                files.append(node["file"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk({key: value for key, value in toc.items() if key != "root"})
+    return files
+
+
+def toc_notebooks() -> list[Path]:
+    """The notebooks the table of contents lists (entries without a suffix resolved on disk)."""
+    notebooks = []
+    for entry in toc_files():
+        path = ROOT / entry
+        candidate = path if path.suffix else path.with_suffix(".ipynb")
+        if candidate.suffix == ".ipynb" and candidate.exists():
+            notebooks.append(candidate)
+    return notebooks
+
+
+def execute(path: Path) -> float:
+    """Re-run ``path`` in place from a fresh kernel started in its folder; return the seconds."""
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(path, as_version=4)
+    notebook.cells[0].source = setup_cell_source()
+    start = time.perf_counter()
+    NotebookClient(
+        notebook,
+        timeout=600,
+        kernel_name="python3",
+        record_timing=False,
+        resources={"metadata": {"path": str(path.parent)}},
+    ).execute()
+    seconds = time.perf_counter() - start
+    notebook.metadata = nbformat.from_dict(NOTEBOOK_METADATA)
+    nbformat.write(notebook, path)
+    return seconds
+
+
+def main(argv: list[str]) -> int:
+    command = argv[0] if argv else "list"
+    if command == "list":
+        for path in toc_notebooks():
+            print(path.relative_to(ROOT))
+        return 0
+    if command == "execute":
+        paths = [Path(arg).resolve() for arg in argv[1:]] or toc_notebooks()
+        for path in paths:
+            seconds = execute(path)
+            print(f"{seconds:6.1f} s  {path.relative_to(ROOT)}")
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
