@@ -47,7 +47,7 @@ outputs: $(STAMP)
 	$(BIN)/python tools/notebooks.py execute
 
 lint: $(STAMP)
-	$(BIN)/ruff check companion tests tools
+	$(BIN)/ruff check companion tests tools conftest.py
 
 clean:
 	rm -rf _build

@@ -27,7 +27,7 @@ def get_device(name: str | None = None) -> torch.device:
     any change to a notebook. Naming a device that this machine does not have raises a
     ``RuntimeError`` instead of silently falling back to the CPU.
     """
-    requested = (name if name is not None else os.environ.get(DEVICE_VARIABLE, "auto"))
+    requested = name if name is not None else os.environ.get(DEVICE_VARIABLE, "auto")
     requested = requested.strip().lower() or "auto"
     if requested not in CHOICES:
         raise ValueError(

@@ -24,7 +24,7 @@ def check(
     trials: int = 5,
     atol: float = 1e-5,
 ) -> bool:
-    """Compare ``student_fn`` with ``reference_fn`` on ``trials`` random inputs; print the verdict."""
+    """Run ``student_fn`` and ``reference_fn`` on ``trials`` random inputs; print the verdict."""
     name = getattr(student_fn, "__name__", "your function")
     for trial in range(trials):
         inputs = make_inputs(torch.Generator().manual_seed(trial))
@@ -98,12 +98,18 @@ def check_gaussian_weights(student_fn: Callable[..., torch.Tensor]) -> bool:
         lambda q, k, v, b: _gaussian_weights(q, k, v, b),
         _pooling_inputs,
         mistakes=[
-            (lambda q, k, v, b: _gaussian_weights(q, k, v, b, axis=0),
-             "softmax over the wrong axis: each row (one query) must sum to 1 over the keys"),
-            (lambda q, k, v, b: _gaussian_weights(q, k, v, b, scale=False),
-             "the bandwidth is missing: divide q - k by the bandwidth before squaring"),
-            (lambda q, k, v, b: _gaussian_weights(q, k, v, b, half=False),
-             "the score is -(distance)^2 / 2: the factor 1/2 is missing"),
+            (
+                lambda q, k, v, b: _gaussian_weights(q, k, v, b, axis=0),
+                "softmax over the wrong axis: each row (one query) must sum to 1 over the keys",
+            ),
+            (
+                lambda q, k, v, b: _gaussian_weights(q, k, v, b, scale=False),
+                "the bandwidth is missing: divide q - k by the bandwidth before squaring",
+            ),
+            (
+                lambda q, k, v, b: _gaussian_weights(q, k, v, b, half=False),
+                "the score is -(distance)^2 / 2: the factor 1/2 is missing",
+            ),
         ],
     )
 
@@ -122,10 +128,14 @@ def check_laplace_pooling(student_fn: Callable[..., torch.Tensor]) -> bool:
         _laplace_pooling,
         _pooling_inputs,
         mistakes=[
-            (lambda q, k, v, b: _laplace_pooling(q, k, v, b, axis=0),
-             "softmax over the wrong axis: normalise each query's scores over the keys"),
-            (lambda q, k, v, b: _laplace_pooling(q, k, v, b, squared=True),
-             "that is the Gaussian kernel; the Laplace score is -|q - k| / bandwidth, not squared"),
+            (
+                lambda q, k, v, b: _laplace_pooling(q, k, v, b, axis=0),
+                "softmax over the wrong axis: normalise each query's scores over the keys",
+            ),
+            (
+                lambda q, k, v, b: _laplace_pooling(q, k, v, b, squared=True),
+                "that is the Gaussian kernel; the Laplace score is -|q - k| / bandwidth, unsquared",
+            ),
         ],
     )
 

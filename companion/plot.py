@@ -49,8 +49,10 @@ def plot(
     """
 
     def has_one_axis(data) -> bool:
-        return hasattr(data, "ndim") and data.ndim == 1 or (
-            isinstance(data, list) and not hasattr(data[0], "__len__")
+        return (
+            hasattr(data, "ndim")
+            and data.ndim == 1
+            or (isinstance(data, list) and not hasattr(data[0], "__len__"))
         )
 
     if has_one_axis(X):
@@ -145,7 +147,14 @@ def plot_kernel_regression(
     ``{"truth": y_truth, "Nadaraya-Watson": predictions}``.
     """
     fig, axes = plt.subplots(figsize=figsize)
-    plot(x_test, list(curves.values()), "x", "y", legend=list(curves), axes=axes,
-         xlim=[float(x_test.min()), float(x_test.max())])
+    plot(
+        x_test,
+        list(curves.values()),
+        "x",
+        "y",
+        legend=list(curves),
+        axes=axes,
+        xlim=[float(x_test.min()), float(x_test.max())],
+    )
     axes.plot(_as_numpy(x_train), _as_numpy(y_train), "o", alpha=0.4, markersize=4)
     _finish(fig, path)

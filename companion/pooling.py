@@ -73,7 +73,9 @@ class NWKernelRegression(nn.Module):
         self.w = nn.Parameter(torch.tensor([float(w)]))
         self.attention_weights: torch.Tensor | None = None
 
-    def forward(self, queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor
+    ) -> torch.Tensor:
         predictions, self.attention_weights = _gaussian_pool(queries, keys, values, self.w)
         return predictions
 

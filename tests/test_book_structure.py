@@ -12,7 +12,9 @@ import pytest
 
 from tools.notebooks import ROOT, book_config, setup_cell_source, toc_files, toc_notebooks
 
-NOTEBOOKS = sorted(p for p in (ROOT / "book").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+NOTEBOOKS = sorted(
+    p for p in (ROOT / "book").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts
+)
 
 
 def test_toc_and_notebooks_match_one_to_one():
@@ -68,13 +70,15 @@ def test_notebook_defines_no_layer(path):
 
 
 def test_layer_detection_can_fail():
-    notebook = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("from torch import nn\nclass Mine(nn.Module):\n    pass"),
-        nbformat.v4.new_markdown_cell("```{solution-start} ex\n```"),
-        nbformat.v4.new_code_cell("class Allowed(nn.Module):\n    pass"),
-        nbformat.v4.new_markdown_cell("```{solution-end}\n```"),
-        nbformat.v4.new_code_cell("%time x = 1\nclass Magic(torch.nn.Module): pass"),
-    ])
+    notebook = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("from torch import nn\nclass Mine(nn.Module):\n    pass"),
+            nbformat.v4.new_markdown_cell("```{solution-start} ex\n```"),
+            nbformat.v4.new_code_cell("class Allowed(nn.Module):\n    pass"),
+            nbformat.v4.new_markdown_cell("```{solution-end}\n```"),
+            nbformat.v4.new_code_cell("%time x = 1\nclass Magic(torch.nn.Module): pass"),
+        ]
+    )
     assert layer_definitions(notebook) == [(0, "Mine"), (4, "Magic")]
 
 

@@ -8,7 +8,13 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
-from companion import kernel_regression_data, kernel_regression_target, plot, reproducible, show_heatmaps
+from companion import (
+    kernel_regression_data,
+    kernel_regression_target,
+    plot,
+    reproducible,
+    show_heatmaps,
+)
 from companion.plot import plot_kernel_regression
 
 
@@ -60,18 +66,35 @@ def test_figures_save_to_files(tmp_path, suffix):
     data = kernel_regression_data(n_train=10)
     weights = torch.softmax(torch.randn(2, 3, 4, 5), dim=-1)
     show_heatmaps(weights, "keys", "queries", titles=["a", "b", "c"], path=tmp_path / f"h{suffix}")
-    plot_kernel_regression(data.x_train, data.y_train, data.x_test,
-                           {"truth": data.y_truth}, path=tmp_path / f"k{suffix}")
-    plot(data.x_test, [data.y_truth, 2 * data.y_truth], "x", "y", legend=["a", "b"],
-         path=tmp_path / f"p{suffix}")
+    plot_kernel_regression(
+        data.x_train,
+        data.y_train,
+        data.x_test,
+        {"truth": data.y_truth},
+        path=tmp_path / f"k{suffix}",
+    )
+    plot(
+        data.x_test,
+        [data.y_truth, 2 * data.y_truth],
+        "x",
+        "y",
+        legend=["a", "b"],
+        path=tmp_path / f"p{suffix}",
+    )
     plt.close("all")
     for name in "hkp":
         assert (tmp_path / f"{name}{suffix}").stat().st_size > 1000
 
 
 def test_heatmap_accepts_one_matrix_with_token_labels_and_rejects_other_ranks(tmp_path):
-    show_heatmaps(torch.eye(3), "keys", "queries", xticklabels=list("abc"),
-                  yticklabels=list("xyz"), path=tmp_path / "one.png")
+    show_heatmaps(
+        torch.eye(3),
+        "keys",
+        "queries",
+        xticklabels=list("abc"),
+        yticklabels=list("xyz"),
+        path=tmp_path / "one.png",
+    )
     axes = plt.gcf().axes[0]
     assert [t.get_text() for t in axes.get_xticklabels()] == ["a", "b", "c"]
     plt.close("all")

@@ -33,7 +33,9 @@ def test_argument_overrides_the_environment(monkeypatch):
 
 def test_unknown_name_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("COMPANION_DEVICE", "tpu")
-    with pytest.raises(ValueError, match="COMPANION_DEVICE must be one of auto, cpu, cuda, mps; got 'tpu'"):
+    with pytest.raises(
+        ValueError, match="COMPANION_DEVICE must be one of auto, cpu, cuda, mps; got 'tpu'"
+    ):
         get_device()
 
 

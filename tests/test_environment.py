@@ -47,7 +47,9 @@ def test_environment_pins_equal_the_lock():
     pins = parse_pins(environment_pip_entries())
     assert pins, "environment.yml pins its packages"
     for name, version in pins.items():
-        assert LOCK.get(name) == version, f"{name}: environment.yml {version}, lock {LOCK.get(name)}"
+        assert LOCK.get(name) == version, (
+            f"{name}: environment.yml {version}, lock {LOCK.get(name)}"
+        )
 
 
 def test_environment_has_every_direct_dependency():
@@ -58,7 +60,9 @@ def test_environment_has_every_direct_dependency():
 
 
 def test_environment_python_matches_the_running_one():
-    python = next(d for d in ENVIRONMENT["dependencies"] if isinstance(d, str) and d.startswith("python="))
+    python = next(
+        d for d in ENVIRONMENT["dependencies"] if isinstance(d, str) and d.startswith("python=")
+    )
     assert python == f"python={sys.version_info.major}.{sys.version_info.minor}"
 
 

@@ -21,7 +21,7 @@ def brute_force(queries, keys, values, bandwidth):
     for q in queries.double().tolist():
         kernel = [math.exp(-(((q - k) / bandwidth) ** 2) / 2) for k in keys.double().tolist()]
         out.append(sum(w * v for w, v in zip(kernel, values.double().tolist())) / sum(kernel))
-    return torch.tensor(out)
+    return torch.tensor(out, dtype=torch.float64)
 
 
 def test_matches_the_textbook_sum():
@@ -43,7 +43,9 @@ def test_weights_are_a_distribution_over_keys(queries, keys):
 @given(vectors, vectors, floats)
 def test_pooling_a_constant_returns_it(queries, keys, constant):
     predictions, _ = nadaraya_watson(queries, keys, torch.full_like(keys, constant))
-    torch.testing.assert_close(predictions, torch.full_like(queries, constant), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        predictions, torch.full_like(queries, constant), atol=1e-5, rtol=1e-5
+    )
 
 
 def test_bandwidth_limits_are_nearest_neighbour_and_average():
@@ -101,10 +103,30 @@ def test_training_with_leave_one_out_finds_a_finite_bandwidth():
 @pytest.mark.parametrize(
     "queries, keys, values, message",
     [
-        (torch.zeros(2, 1), torch.zeros(3), torch.zeros(3), r"queries must be 1-D .* got shape \(2, 1\)"),
-        (torch.zeros(2), torch.zeros(3, 2, 1), torch.zeros(3, 2, 1), r"keys must be 1-D .* got shape \(3, 2, 1\)"),
-        (torch.zeros(2), torch.zeros(3, 4), torch.zeros(3, 4), r"keys of shape \(3, 4\) must have one row per query"),
-        (torch.zeros(2), torch.zeros(3), torch.zeros(4), r"values must have the shape of keys \(3,\); got \(4,\)"),
+        (
+            torch.zeros(2, 1),
+            torch.zeros(3),
+            torch.zeros(3),
+            r"queries must be 1-D .* got shape \(2, 1\)",
+        ),
+        (
+            torch.zeros(2),
+            torch.zeros(3, 2, 1),
+            torch.zeros(3, 2, 1),
+            r"keys must be 1-D .* got shape \(3, 2, 1\)",
+        ),
+        (
+            torch.zeros(2),
+            torch.zeros(3, 4),
+            torch.zeros(3, 4),
+            r"keys of shape \(3, 4\) must have one row per query",
+        ),
+        (
+            torch.zeros(2),
+            torch.zeros(3),
+            torch.zeros(4),
+            r"values must have the shape of keys \(3,\); got \(4,\)",
+        ),
     ],
 )
 def test_bad_shapes_are_named(queries, keys, values, message):
@@ -127,7 +149,11 @@ def test_gradient_of_w_matches_finite_differences():
     model = NWKernelRegression(w=1.3).double()
 
     def loss(w):
-        predictions = torch.func.functional_call(model, {"w": w}, (data.x_train.double(), keys, values))
+        predictions = torch.func.functional_call(
+            model, {"w": w}, (data.x_train.double(), keys, values)
+        )
         return ((predictions - data.y_train.double()) ** 2).mean()
 
-    assert torch.autograd.gradcheck(loss, (torch.tensor([1.3], dtype=torch.float64, requires_grad=True),))
+    assert torch.autograd.gradcheck(
+        loss, (torch.tensor([1.3], dtype=torch.float64, requires_grad=True),)
+    )

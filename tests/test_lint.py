@@ -1,0 +1,12 @@
+import subprocess
+import sys
+
+from tools.notebooks import ROOT
+
+
+def test_ruff_is_clean():
+    paths = ["companion", "tests", "tools", "conftest.py"]
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", *paths], cwd=ROOT, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
