@@ -4,6 +4,13 @@ Names and signatures follow the PyTorch edition of Dive into Deep Learning (d2l)
 between the two. Everything a chapter uses is importable from here.
 """
 
+from companion.attention import (
+    AdditiveAttention,
+    DotProductAttention,
+    MultiHeadAttention,
+    masked_softmax,
+    record_attention,
+)
 from companion.data import KernelRegressionData, kernel_regression_data, kernel_regression_target
 from companion.device import get_device
 from companion.plot import plot, plot_kernel_regression, show_heatmaps
@@ -13,6 +20,11 @@ from companion.repro import reproducible
 __version__ = "0.1.0"
 
 __all__ = [
+    "AdditiveAttention",
+    "DotProductAttention",
+    "MultiHeadAttention",
+    "masked_softmax",
+    "record_attention",
     "KernelRegressionData",
     "NWKernelRegression",
     "get_device",
