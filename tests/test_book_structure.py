@@ -10,7 +10,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools.notebooks import ROOT, book_config, setup_cell_source, toc_files, toc_notebooks
+from tools.notebooks import (
+    ROOT,
+    book_config,
+    coalesce_streams,
+    setup_cell_source,
+    toc_files,
+    toc_notebooks,
+)
 
 NOTEBOOKS = sorted(
     p for p in (ROOT / "book").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts
@@ -137,3 +144,21 @@ def test_readme_quick_start_shows_the_two_commands():
 
 def test_notebook_paths_are_under_book():
     assert all(Path(p).is_relative_to(ROOT / "book") for p in toc_notebooks())
+
+
+def test_stream_outputs_are_coalesced():
+    cell = nbformat.v4.new_code_cell("print(1); print(2)")
+    cell.outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="a\n"),
+        nbformat.v4.new_output("stream", name="stdout", text="b\n"),
+        nbformat.v4.new_output("stream", name="stderr", text="c\n"),
+        nbformat.v4.new_output("display_data", data={"text/plain": "d"}),
+        nbformat.v4.new_output("stream", name="stdout", text="e\n"),
+    ]
+    coalesce_streams(cell)
+    assert [(o.output_type, o.get("text")) for o in cell.outputs] == [
+        ("stream", "a\nb\n"),
+        ("stream", "c\n"),
+        ("display_data", None),
+        ("stream", "e\n"),
+    ]

@@ -87,6 +87,26 @@ def toc_notebooks() -> list[Path]:
     return notebooks
 
 
+def coalesce_streams(cell) -> None:
+    """Merge consecutive stdout (or stderr) outputs into one.
+
+    How a cell's prints are split into messages depends on when the kernel flushed, which
+    depends on the machine's load; merging them makes the committed file independent of it.
+    """
+    merged = []
+    for output in cell.get("outputs", []):
+        previous = merged[-1] if merged else None
+        if (
+            previous is not None
+            and output.output_type == previous.output_type == "stream"
+            and output.name == previous.name
+        ):
+            previous.text += output.text
+        else:
+            merged.append(output)
+    cell.outputs = merged
+
+
 def execute(path: Path) -> float:
     """Re-run ``path`` in place from a fresh kernel started in its folder; return the seconds."""
     from nbclient import NotebookClient
@@ -102,6 +122,9 @@ def execute(path: Path) -> float:
         resources={"metadata": {"path": str(path.parent)}},
     ).execute()
     seconds = time.perf_counter() - start
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            coalesce_streams(cell)
     notebook.metadata = nbformat.from_dict(NOTEBOOK_METADATA)
     nbformat.write(notebook, path)
     return seconds
