@@ -1,0 +1,58 @@
+"""Sinusoidal positional encoding (chapter 5, self-attention and positional encoding).
+
+Same name, signature and numbers as d2l's ``PositionalEncoding``. Two extensions: any width
+works (d2l fails on an odd ``num_hiddens``), and ``forward`` takes a keyword-only ``offset``,
+the position of the first step, which incremental decoding needs.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from companion.checks import check_dropout
+
+
+class PositionalEncoding(nn.Module):
+    """Add a fixed sinusoidal encoding of each step's position, then apply dropout:
+
+        p_{i,2j}   = sin(i / 10000^{2j/d})
+        p_{i,2j+1} = cos(i / 10000^{2j/d})
+
+    for position ``i`` and feature ``2j`` or ``2j+1`` of ``d = num_hiddens``. Each pair of
+    features is a point on a circle turning at its own frequency, so moving ``delta`` steps
+    rotates every pair by a fixed angle: the encoding of ``i + delta`` is a linear function of
+    the encoding of ``i``. ``P`` of shape ``(1, max_len, num_hiddens)`` holds the table; it is a
+    non-persistent buffer, so ``.to(device)`` moves it and a d2l ``state_dict`` (where ``P`` is a
+    plain attribute) still loads with ``strict=True``.
+    """
+
+    def __init__(self, num_hiddens: int, dropout: float, max_len: int = 1000) -> None:
+        super().__init__()
+        if num_hiddens < 1 or max_len < 1:
+            raise ValueError(f"num_hiddens and max_len must be >= 1; got {num_hiddens}, {max_len}")
+        self.dropout = nn.Dropout(check_dropout(dropout))
+        # The angles i / 10000^{2j/d}, computed exactly as d2l does: (max_len, ceil(d / 2))
+        angles = torch.arange(max_len, dtype=torch.float32).reshape(-1, 1) / torch.pow(
+            10000, torch.arange(0, num_hiddens, 2, dtype=torch.float32) / num_hiddens
+        )
+        P = torch.zeros((1, max_len, num_hiddens))
+        P[:, :, 0::2] = torch.sin(angles)
+        P[:, :, 1::2] = torch.cos(angles[:, : num_hiddens // 2])  # odd d: one cosine fewer
+        self.register_buffer("P", P, persistent=False)
+
+    def forward(self, X: torch.Tensor, *, offset: int = 0) -> torch.Tensor:
+        """``X`` of shape ``(batch, steps, num_hiddens)``; its first step is at ``offset``."""
+        max_len, num_hiddens = self.P.shape[1], self.P.shape[2]
+        if X.dim() != 3 or X.shape[-1] != num_hiddens:
+            raise ValueError(
+                f"X must have shape (batch, steps, num_hiddens={num_hiddens}); got {tuple(X.shape)}"
+            )
+        if offset < 0 or offset + X.shape[1] > max_len:
+            raise ValueError(
+                f"X has {X.shape[1]} steps from offset {offset}, positions {offset}.."
+                f"{offset + X.shape[1] - 1}, but max_len={max_len}; construct the encoding "
+                "with a larger max_len"
+            )
+        X = X + self.P[:, offset : offset + X.shape[1], :].to(X.device)  # (batch, steps, d)
+        return self.dropout(X)
