@@ -1,0 +1,255 @@
+"""Sequence to sequence: the RNN encoder, the Bahdanau attention decoder, and decoding (chapter 3).
+
+Names, signatures and parameter names follow d2l's PyTorch edition, so a d2l ``state_dict``
+loads into these classes with ``strict=True`` and code moves between the two books:
+
+- :class:`Seq2SeqEncoder` is d2l's, time-major like d2l: outputs ``(num_steps, batch,
+  num_hiddens)``, state ``(num_layers, batch, num_hiddens)``.
+- :class:`Seq2SeqAttentionDecoder` is the decoder of d2l's Bahdanau-attention section (only in
+  the book, not in the ``d2l`` 1.0.3 package).
+- :class:`EncoderDecoder` and :class:`Seq2Seq` are d2l's, as plain PyTorch modules (no d2l
+  trainer); ``predict_step`` is d2l's greedy prediction.
+
+Decoding (greedy and beam search) lives in :mod:`companion.decoding`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.parameter import UninitializedParameter
+
+from companion.attention import AdditiveAttention
+from companion.checks import check_dropout, check_positive, check_token_ids
+from companion.decoding import Decoded, State, decode, decode_steps
+from companion.train import sequence_loss
+
+
+def init_seq2seq(module: nn.Module) -> None:
+    """d2l's initialisation for seq2seq (chapter 3): Xavier-uniform weights in linear and GRU
+    layers, biases left as PyTorch sets them. Use as ``model.apply(init_seq2seq)``.
+
+    Lazy layers not yet materialised are skipped, as d2l (which tests ``type(m) == nn.Linear``)
+    skips them too.
+    """
+    if isinstance(module, nn.Linear) and not isinstance(module.weight, UninitializedParameter):
+        nn.init.xavier_uniform_(module.weight)
+    if isinstance(module, nn.GRU):
+        for name, param in module.named_parameters():
+            if "weight" in name:
+                nn.init.xavier_uniform_(param)
+
+
+class GRU(nn.Module):
+    """d2l's multilayer GRU (``d2l.GRU``; chapter 3): a thin wrapper around ``nn.GRU``,
+
+        h_t^(l) = GRU_l(h_t^(l-1), h_{t-1}^(l)),   h_t^(0) = x_t,   l = 1, ..., num_layers
+
+    time-major: inputs ``(num_steps, batch, num_inputs)``, outputs ``(num_steps, batch,
+    num_hiddens)`` (the top layer), state ``(num_layers, batch, num_hiddens)``. It exists so
+    that the encoder's parameters are named ``rnn.rnn.weight_ih_l0`` ... as in d2l. ``dropout``
+    acts between layers only, so it is passed on when ``num_layers > 1`` (PyTorch warns
+    otherwise; the result is the same).
+    """
+
+    def __init__(self, num_inputs: int, num_hiddens: int, num_layers: int, dropout: float = 0):
+        super().__init__()
+        check_positive(num_inputs=num_inputs, num_hiddens=num_hiddens, num_layers=num_layers)
+        check_dropout(dropout)
+        dropout = dropout if num_layers > 1 else 0.0  # nn.GRU drops out between layers only
+        self.rnn = nn.GRU(num_inputs, num_hiddens, num_layers, dropout=dropout)
+
+    def forward(
+        self, inputs: torch.Tensor, H: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        # inputs: (num_steps, batch, num_inputs); H: (num_layers, batch, num_hiddens)
+        return self.rnn(inputs, H)
+
+
+class Seq2SeqEncoder(nn.Module):
+    """The RNN encoder of sequence-to-sequence learning (chapter 3; Sutskever et al., 2014):
+
+        h_t = GRU(e(x_t), h_{t-1}),   t = 1, ..., T
+
+    ``e`` is the embedding. Returns ``(outputs, state)``: ``outputs`` holds the top layer's
+    ``h_1 ... h_T``, shape ``(num_steps, batch, num_hiddens)`` (time-major, as d2l); ``state``
+    holds every layer's ``h_T``, shape ``(num_layers, batch, num_hiddens)``. ``valid_lens``
+    and other extra arguments are accepted and ignored, as in d2l: padding is read too, and
+    the attention decoder masks it. Weights are initialised by :func:`init_seq2seq`.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embed_size: int,
+        num_hiddens: int,
+        num_layers: int,
+        dropout: float = 0,
+    ) -> None:
+        super().__init__()
+        check_positive(vocab_size=vocab_size, embed_size=embed_size)
+        self.embedding = nn.Embedding(vocab_size, embed_size)
+        self.rnn = GRU(embed_size, num_hiddens, num_layers, check_dropout(dropout))
+        self.apply(init_seq2seq)
+
+    def forward(self, X: torch.Tensor, *args: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        X = check_token_ids(X, self.embedding.num_embeddings)  # (batch, num_steps)
+        embs = self.embedding(X.t())  # (num_steps, batch, embed_size)
+        outputs, state = self.rnn(embs)
+        # outputs: (num_steps, batch, num_hiddens); state: (num_layers, batch, num_hiddens)
+        return outputs, state
+
+
+class Seq2SeqAttentionDecoder(nn.Module):
+    """The RNN decoder with Bahdanau attention (chapter 3, "Bahdanau attention"; Bahdanau et
+    al., 2015). At each decoding step t' the previous decoder state queries the encoder:
+
+        c_{t'} = sum_t alpha(s_{t'-1}, h_t) h_t
+        alpha(s, h_t) = softmax_t( w_v^T tanh(W_q s + W_k h_t) )      (additive attention)
+        s_{t'} = GRU([c_{t'}; e(y_{t'-1})], s_{t'-1}),    logits_{t'} = W_o s_{t'} + b_o
+
+    ``h_t`` are the encoder outputs (keys = values), ``s_{t'-1}`` the top GRU layer's previous
+    state (``s_0``: the encoder's final state), padding masked by ``enc_valid_lens``.
+    ``attention_weights`` is d2l's list of one ``(batch, 1, num_src_steps)`` tensor per step
+    of the last forward pass. Parameter names are those of the book's class.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embed_size: int,
+        num_hiddens: int,
+        num_layers: int,
+        dropout: float = 0,
+    ) -> None:
+        super().__init__()
+        check_positive(vocab_size=vocab_size, embed_size=embed_size, num_hiddens=num_hiddens)
+        check_positive(num_layers=num_layers)
+        self.attention = AdditiveAttention(num_hiddens, check_dropout(dropout))
+        self.embedding = nn.Embedding(vocab_size, embed_size)
+        rnn_dropout = dropout if num_layers > 1 else 0.0  # between layers only
+        self.rnn = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers, dropout=rnn_dropout)
+        self.dense = nn.Linear(num_hiddens, vocab_size)  # d2l: LazyLinear; same parameters
+        self._attention_weights: list[torch.Tensor] = []
+        self.apply(init_seq2seq)
+
+    def init_state(
+        self, enc_outputs: tuple[torch.Tensor, torch.Tensor], enc_valid_lens: torch.Tensor | None
+    ) -> State:
+        outputs, hidden_state = enc_outputs  # (T, batch, H), (num_layers, batch, H)
+        layers, hiddens = self.rnn.num_layers, self.rnn.hidden_size
+        expected = (layers, outputs.shape[1], hiddens) if outputs.dim() == 3 else None
+        if outputs.shape[-1] != hiddens or tuple(hidden_state.shape) != expected:
+            raise ValueError(
+                f"enc_outputs must be (outputs (num_steps, batch, {hiddens}), state "
+                f"({layers}, batch, {hiddens})); got {tuple(outputs.shape)} and "
+                f"{tuple(hidden_state.shape)}"
+            )
+        return outputs.permute(1, 0, 2), hidden_state, enc_valid_lens  # batch-first outputs
+
+    def forward(self, X: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
+        enc_outputs, hidden_state, enc_valid_lens = state  # (batch, T, H), (layers, batch, H)
+        X = check_token_ids(X, self.embedding.num_embeddings)  # (batch, num_steps)
+        if X.shape[0] != enc_outputs.shape[0]:
+            raise ValueError(f"X has batch {X.shape[0]}; the state {enc_outputs.shape[0]}")
+        embs = self.embedding(X).permute(1, 0, 2)  # (num_steps, batch, embed_size)
+        outputs, self._attention_weights = [], []
+        for x in embs:  # x: (batch, embed_size)
+            query = hidden_state[-1].unsqueeze(1)  # s_{t'-1}: (batch, 1, H)
+            context = self.attention(query, enc_outputs, enc_outputs, enc_valid_lens)  # (b, 1, H)
+            x = torch.cat((context, x.unsqueeze(1)), dim=-1)  # (batch, 1, H + embed_size)
+            out, hidden_state = self.rnn(x.permute(1, 0, 2), hidden_state)  # (1, batch, H)
+            outputs.append(out)
+            self._attention_weights.append(self.attention.attention_weights)  # (batch, 1, T)
+        outputs = self.dense(torch.cat(outputs, dim=0))  # (num_steps, batch, vocab_size)
+        return outputs.permute(1, 0, 2), (enc_outputs, hidden_state, enc_valid_lens)
+
+    def reorder_state(self, state: State, index: torch.Tensor) -> State:
+        """The state of batch rows ``index``, for beam search (the GRU state is batch-second)."""
+        enc_outputs, hidden_state, enc_valid_lens = state
+        lens = None if enc_valid_lens is None else enc_valid_lens[index]
+        return enc_outputs[index], hidden_state[:, index], lens
+
+    @property
+    def attention_weights(self) -> list[torch.Tensor]:
+        return self._attention_weights
+
+
+class EncoderDecoder(nn.Module):
+    """The encoder-decoder architecture (chapter 3), d2l's ``EncoderDecoder``:
+
+        state = decoder.init_state(encoder(enc_X, *args), *args)
+        Y_hat = decoder(dec_X, state)[0]        # (batch, num_steps, vocab_size)
+
+    ``*args`` is typically ``enc_valid_len``. Any encoder/decoder pair with d2l's protocol fits.
+    """
+
+    def __init__(self, encoder: nn.Module, decoder: nn.Module) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = decoder
+
+    def forward(self, enc_X: torch.Tensor, dec_X: torch.Tensor, *args: Any) -> torch.Tensor:
+        enc_all_outputs = self.encoder(enc_X, *args)
+        dec_state = self.decoder.init_state(enc_all_outputs, *args)
+        return self.decoder(dec_X, dec_state)[0]  # the decoder output only
+
+    def predict_step(
+        self,
+        batch: tuple[torch.Tensor, ...],
+        device: torch.device | str,
+        num_steps: int,
+        save_attention_weights: bool = False,
+    ) -> tuple[torch.Tensor, list[Any]]:
+        """d2l's greedy prediction: ``batch`` is ``(src, tgt, src_valid_len, label)`` and
+        ``tgt[:, 0]`` the ``<bos>`` tokens. Returns the ``(batch, num_steps)`` predicted ids,
+        ``<eos>`` and what follows it included, and the decoder's attention weights of every step
+        (empty unless asked). Runs in eval mode without gradients, unlike d2l.
+        """
+        check_positive(num_steps=num_steps)
+        src, tgt, src_valid_len, _ = (None if a is None else a.to(device) for a in batch)
+        tokens, _, weights = decode_steps(
+            self, src, src_valid_len, tgt[:, 0], num_steps, None, None, save_attention_weights
+        )
+        return tokens, weights
+
+    def decode(
+        self,
+        src: torch.Tensor,
+        src_valid_len: torch.Tensor | None,
+        bos_id: int,
+        eos_id: int,
+        num_steps: int,
+        **options: Any,
+    ) -> Decoded:
+        """:func:`decode` with this model; ``options`` are ``strategy``, ``beam_size`` ..."""
+        return decode(self, src, src_valid_len, bos_id, eos_id, num_steps, **options)
+
+
+class Seq2Seq(EncoderDecoder):
+    """d2l's RNN encoder-decoder for training (chapter 3): the loss ignores padding,
+
+        loss = sum_i m_i CE(Y_hat_i, Y_i) / sum_i m_i,    m_i = [Y_i != tgt_pad]
+
+    and ``configure_optimizers`` gives Adam with learning rate ``lr``.
+    """
+
+    def __init__(self, encoder: nn.Module, decoder: nn.Module, tgt_pad: int, lr: float) -> None:
+        super().__init__(encoder, decoder)
+        self.tgt_pad, self.lr = tgt_pad, lr
+
+    def loss(self, Y_hat: torch.Tensor, Y: torch.Tensor, averaged: bool = True) -> torch.Tensor:
+        # Y_hat: (batch, num_steps, vocab_size); Y: (batch, num_steps)
+        if averaged:
+            return sequence_loss(Y_hat, Y, self.tgt_pad)
+        losses = F.cross_entropy(
+            Y_hat.reshape(-1, Y_hat.shape[-1]), Y.reshape(-1), reduction="none"
+        )  # (batch * num_steps,)
+        mask = (Y.reshape(-1) != self.tgt_pad).float()  # (batch * num_steps,)
+        return losses * mask
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.Adam(self.parameters(), lr=self.lr)
