@@ -1,0 +1,99 @@
+"""Scores for generated sequences: d2l's BLEU, its corpus average, and exact match.
+
+d2l's BLEU (used wherever a chapter scores a translation) scores one prediction against
+one label. With ``K = min(k, len_pred)`` and ``p_n`` the clipped n-gram precision (matches of
+the prediction's n-grams, each label n-gram used at most as often as it occurs in the label,
+divided by the prediction's number of n-grams)::
+
+    bleu = exp(min(0, 1 - len_label / len_pred)) * prod_{n=1..K} p_n ** (1 / 2**n)
+
+How this relates to sacrebleu's BLEU (``sacrebleu.metrics.BLEU``), on the same tokens
+(``tokenize='none'``, one reference):
+
+* Same ingredients. sacrebleu's brevity penalty ``bp`` (``exp(1 - ref_len / sys_len)`` if the
+  hypothesis is shorter, else 1) equals d2l's factor, and its ``counts[n] / totals[n]`` are
+  the same clipped precisions ``p_n``.
+* Different weights. sacrebleu takes the plain geometric mean, weight ``1/K`` for each order;
+  d2l weights order n by ``1/2**n`` (1/2, 1/4, 1/8, 1/16: they do not sum to 1), favouring
+  unigrams. Plugging sacrebleu's ``bp`` and precisions into d2l's formula gives d2l's value.
+* Which orders. d2l stops at ``min(k, len_pred)``; sacrebleu does the same only with
+  ``effective_order=True`` (the default of ``sentence_bleu``, not of ``BLEU``). Without it, a
+  prediction shorter than 4 tokens has no 4-grams and scores 0.
+* Scale. sacrebleu reports 0-100, d2l 0-1.
+* Zeros. If some ``p_n`` is 0, d2l gives 0; so does sacrebleu with ``smooth_method='none'``.
+  sacrebleu's default ``'exp'`` smoothing replaces zero precisions and scores above 0.
+* Corpus level. sacrebleu's corpus BLEU sums counts over all sentences before dividing (so
+  long sentences weigh more); :func:`corpus_bleu` here is d2l's habit of averaging sentence
+  scores. The two differ on any corpus whose sentences score differently.
+
+So the two agree exactly (d2l x 100 = sacrebleu, ``smooth_method='none'``,
+``effective_order=True``) when every precision is 1, e.g. a perfect prediction or a shorter
+prediction that is a contiguous piece of the label (both then equal the brevity penalty), and
+when some precision is 0 (both 0). In between they weight the same precisions differently.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+Tokens = str | Sequence[str]  # a space-separated string, as d2l takes, or a list of tokens
+
+
+def _as_tokens(sequence: Tokens) -> list[str]:
+    # d2l splits on single spaces (not on any whitespace); keep that for identical values.
+    return sequence.split(" ") if isinstance(sequence, str) else list(sequence)
+
+
+def bleu(pred_tokens: Tokens, label_tokens: Tokens, k: int = 4) -> float:
+    """d2l's sentence BLEU of one prediction against one label, in [0, 1].
+
+    Takes token lists or space-separated strings (then it returns exactly ``d2l.bleu``).
+    An empty prediction scores 0 (d2l would divide by zero). See the module docstring for how
+    this relates to sacrebleu.
+    """
+    if k <= 0:
+        raise ValueError(f"k must be positive; got {k}")
+    pred_tokens, label_tokens = _as_tokens(pred_tokens), _as_tokens(label_tokens)
+    len_pred, len_label = len(pred_tokens), len(label_tokens)
+    if len_pred == 0:
+        return 0.0
+    score = math.exp(min(0, 1 - len_label / len_pred))  # brevity penalty
+    for n in range(1, min(k, len_pred) + 1):
+        label_ngrams = Counter(tuple(label_tokens[i : i + n]) for i in range(len_label - n + 1))
+        num_matches = 0
+        for i in range(len_pred - n + 1):
+            ngram = tuple(pred_tokens[i : i + n])
+            if label_ngrams[ngram] > 0:  # each label n-gram can be matched once (clipping)
+                num_matches += 1
+                label_ngrams[ngram] -= 1
+        score *= math.pow(num_matches / (len_pred - n + 1), math.pow(0.5, n))
+    return score
+
+
+def _check_same_length(predictions: Sequence, references: Sequence) -> None:
+    if len(predictions) != len(references):
+        raise ValueError(
+            f"predictions and references must have the same length; got "
+            f"{len(predictions)} and {len(references)}"
+        )
+    if not predictions:
+        raise ValueError("predictions is empty; there is nothing to score")
+
+
+def corpus_bleu(predictions: Sequence[Tokens], references: Sequence[Tokens], k: int = 4) -> float:
+    """The mean of :func:`bleu` over sentence pairs: d2l's variant of corpus BLEU, in [0, 1].
+
+    This is not the standard corpus BLEU (sacrebleu's), which pools n-gram counts over the
+    corpus before combining them; see the module docstring.
+    """
+    _check_same_length(predictions, references)
+    return sum(bleu(p, r, k) for p, r in zip(predictions, references)) / len(predictions)
+
+
+def exact_match(predictions: Sequence[Tokens], references: Sequence[Tokens]) -> float:
+    """The fraction of predictions identical to their reference token for token, in [0, 1]."""
+    _check_same_length(predictions, references)
+    hits = sum(_as_tokens(p) == _as_tokens(r) for p, r in zip(predictions, references))
+    return hits / len(predictions)

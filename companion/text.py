@@ -1,0 +1,284 @@
+"""Text for sequence-to-sequence chapters: vocabulary, a real parallel corpus, arrays, batches.
+
+The names follow d2l's machine-translation section (``d2l.Vocab``, ``MTFraEng._preprocess``,
+``MTFraEng._build_arrays``), so chapter code moves between the two. The tensors that come out
+are d2l's format: ``(src, tgt_input, src_valid_len, label)``.
+
+Differences from d2l, all on purpose:
+
+* :class:`Vocab` always holds ``<pad>``, ``<bos>``, ``<eos>``, ``<unk>`` at indices 0, 1, 2, 3
+  (d2l sorts every token, special ones included, alphabetically), so padding is index 0 in
+  every vocabulary. The other tokens follow by falling frequency, ties alphabetically.
+* :func:`load_parallel_corpus` rejects malformed lines with the file name and line number
+  instead of skipping them silently, and keeps exactly ``max_examples`` pairs.
+* The token lists carry no ``<eos>``: :func:`build_arrays` appends it, in one place.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from numbers import Integral
+from pathlib import Path
+from typing import NamedTuple
+
+import torch
+
+PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
+SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)  # indices 0, 1, 2, 3 in every Vocab
+
+
+class Vocab:
+    """Map tokens to indices and back; used by every chapter that feeds text to a model.
+
+    ``Vocab(tokens, min_freq, reserved_tokens)`` takes a flat list of tokens or a list of token
+    lists (sentences). Index order: the four special tokens ``<pad>``=0, ``<bos>``=1,
+    ``<eos>``=2, ``<unk>``=3; then the ``reserved_tokens`` not among them, in the order given;
+    then every token seen at least ``min_freq`` times, most frequent first, ties alphabetically.
+    An unknown token maps to ``<unk>``.
+    """
+
+    def __init__(
+        self,
+        tokens: Iterable[str] | Iterable[Sequence[str]] = (),
+        min_freq: int = 0,
+        reserved_tokens: Sequence[str] = (),
+    ) -> None:
+        if min_freq < 0:
+            raise ValueError(f"min_freq must be >= 0; got {min_freq}")
+        tokens = list(tokens)
+        if tokens and isinstance(tokens[0], (list, tuple)):  # a list of sentences
+            tokens = [token for sentence in tokens for token in sentence]
+        for token in [*tokens, *reserved_tokens]:
+            if not isinstance(token, str):
+                raise ValueError(f"tokens must be strings; got {token!r} of type {type(token)}")
+        counter = Counter(tokens)
+        # Sorting on (-count, token) makes the order independent of the input order.
+        self.token_freqs = sorted(counter.items(), key=lambda item: (-item[1], item[0]))
+        specials = list(dict.fromkeys([*SPECIAL_TOKENS, *reserved_tokens]))  # dedupe, keep order
+        frequent = [t for t, freq in self.token_freqs if freq >= min_freq and t not in specials]
+        self.idx_to_token = specials + frequent
+        self.token_to_idx = {token: index for index, token in enumerate(self.idx_to_token)}
+
+    def __len__(self) -> int:
+        return len(self.idx_to_token)
+
+    def __getitem__(self, tokens: str | Sequence) -> int | list:
+        """The index of a token, or the list of indices of a list (or nested lists) of tokens."""
+        if not isinstance(tokens, (list, tuple)):
+            return self.token_to_idx.get(tokens, self.unk)
+        return [self[token] for token in tokens]
+
+    def to_tokens(self, indices: int | Sequence[int] | torch.Tensor) -> str | list[str]:
+        """The token of one index, or the list of tokens of a list or 1-D tensor of indices.
+
+        Unlike d2l, a one-element list gives a one-element list back.
+        """
+        if isinstance(indices, torch.Tensor) and indices.dim() == 0:
+            indices = int(indices)
+        if isinstance(indices, Integral):
+            indices = int(indices)
+            if not 0 <= indices < len(self):
+                raise ValueError(f"index {indices} is outside the vocabulary of size {len(self)}")
+            return self.idx_to_token[indices]
+        return [self.to_tokens(int(index)) for index in indices]
+
+    @property
+    def pad(self) -> int:  # index 0
+        return self.token_to_idx[PAD]
+
+    @property
+    def bos(self) -> int:
+        return self.token_to_idx[BOS]
+
+    @property
+    def eos(self) -> int:
+        return self.token_to_idx[EOS]
+
+    @property
+    def unk(self) -> int:  # index for the unknown token, as in d2l
+        return self.token_to_idx[UNK]
+
+    def __repr__(self) -> str:
+        return f"Vocab(size={len(self)}, first={self.idx_to_token[:8]})"
+
+    def save(self, path: str | Path) -> None:
+        """Write the vocabulary as JSON, so a trained model can be reloaded with it."""
+        content = {"idx_to_token": self.idx_to_token, "token_freqs": self.token_freqs}
+        Path(path).write_text(json.dumps(content, ensure_ascii=False, indent=1), encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | Path) -> Vocab:
+        """Read a vocabulary written by :meth:`save`; indices are exactly those saved."""
+        content = json.loads(Path(path).read_text(encoding="utf-8"))
+        idx_to_token = content.get("idx_to_token") if isinstance(content, dict) else None
+        if not isinstance(idx_to_token, list) or idx_to_token[:4] != list(SPECIAL_TOKENS):
+            raise ValueError(f"{path} is not a saved Vocab: no idx_to_token list starting {PAD}")
+        vocab = cls()
+        vocab.idx_to_token = idx_to_token
+        vocab.token_to_idx = {token: index for index, token in enumerate(idx_to_token)}
+        vocab.token_freqs = [(token, freq) for token, freq in content.get("token_freqs", [])]
+        return vocab
+
+
+def preprocess_nmt(text: str) -> str:
+    """d2l's clean-up of English-French text (``MTFraEng._preprocess``); Bahdanau chapter.
+
+    Non-breaking spaces become spaces, everything is lower-cased, and a space goes before each
+    of ``,.!?`` not already preceded by one, so punctuation becomes a token of its own.
+    """
+    text = text.replace("\u202f", " ").replace("\xa0", " ")
+    out = [
+        " " + char if i > 0 and char in ",.!?" and text[i - 1] != " " else char
+        for i, char in enumerate(text.lower())
+    ]
+    return "".join(out)
+
+
+def tokenize_nmt(sentence: str) -> list[str]:
+    """Split one preprocessed sentence into word tokens on spaces, dropping empty strings."""
+    return [token for token in sentence.split(" ") if token]
+
+
+class ParallelCorpus(NamedTuple):
+    """Sentence pairs as two aligned lists: ``source[i]`` translates to ``target[i]``.
+
+    Unpacks as ``source, target = corpus``; ``Vocab(corpus.source)`` builds a vocabulary and
+    ``build_arrays(*corpus, src_vocab, tgt_vocab, num_steps)`` the model's arrays.
+    """
+
+    source: list[list[str]]  # token lists, no <eos>
+    target: list[list[str]]
+
+
+def parse_parallel_text(
+    text: str, max_examples: int | None = None, name: str = "<text>"
+) -> ParallelCorpus:
+    """Tokenize tab-separated ``source<TAB>target[<TAB>...]`` lines, as in the Tatoeba files.
+
+    Columns after the second (the attribution in manythings.org files) are ignored, blank lines
+    skipped. ``name`` is the file name the error messages report.
+    """
+    if max_examples is not None and max_examples <= 0:
+        raise ValueError(f"max_examples must be positive or None; got {max_examples}")
+    source, target = [], []
+    for line_number, line in enumerate(text.split("\n"), start=1):
+        if max_examples is not None and len(source) == max_examples:
+            break
+        line = line.rstrip("\r")
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) < 2:
+            raise ValueError(f"{name}, line {line_number}: expected source<TAB>target: {line!r}")
+        source_tokens = tokenize_nmt(preprocess_nmt(fields[0]))
+        target_tokens = tokenize_nmt(preprocess_nmt(fields[1]))
+        if not source_tokens or not target_tokens:
+            raise ValueError(f"{name}, line {line_number}: empty source or target: {line!r}")
+        source.append(source_tokens)
+        target.append(target_tokens)
+    if not source:
+        raise ValueError(f"{name} holds no sentence pairs")
+    return ParallelCorpus(source, target)
+
+
+def load_parallel_corpus(path: str | Path, max_examples: int | None = None) -> ParallelCorpus:
+    """Read a tab-separated parallel corpus such as d2l's ``fra.txt``; for the Bahdanau chapter.
+
+    The book ships no corpus: a reader with internet can download ``fra-eng.zip`` (d2l's
+    ``DATA_URL``) or a manythings.org file and point this function at the text file.
+    """
+    text = Path(path).read_text(encoding="utf-8")
+    return parse_parallel_text(text, max_examples, name=str(path))
+
+
+class TranslationArrays(NamedTuple):
+    """d2l's four arrays for an encoder-decoder; a tuple, so it unpacks like d2l's."""
+
+    src: torch.Tensor  # (num_sentences, num_steps): source + <eos>, padded with <pad>
+    tgt_input: torch.Tensor  # (num_sentences, num_steps): <bos> + target, the decoder input
+    src_valid_len: torch.Tensor  # (num_sentences,): number of non-<pad> tokens in src
+    label: torch.Tensor  # (num_sentences, num_steps): target + <eos>, what the decoder predicts
+
+
+def _pad_or_truncate(tokens: list[str], num_steps: int) -> list[str]:
+    return tokens[:num_steps] + [PAD] * (num_steps - len(tokens))
+
+
+def build_arrays(
+    source_tokens: Sequence[Sequence[str]],
+    target_tokens: Sequence[Sequence[str]],
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    num_steps: int,
+) -> TranslationArrays:
+    """Turn sentence pairs into fixed-length index tensors, as d2l's ``_build_arrays`` does.
+
+    ``src`` is the source plus ``<eos>``, cut or padded with ``<pad>`` to ``num_steps``. The
+    target plus ``<eos>`` is cut or padded the same way and gets ``<bos>`` in front; the decoder
+    reads ``tgt_input = target[:, :-1]`` and learns to predict ``label = target[:, 1:]``.
+
+    Truncation: a source of ``num_steps`` tokens or more, or a target that long, is cut to
+    ``num_steps`` and then has no ``<eos>``; the model never sees where such a sentence ends.
+    Choose ``num_steps`` larger than the longest sentence plus one to avoid it.
+    """
+    if len(source_tokens) != len(target_tokens):
+        raise ValueError(
+            f"source_tokens and target_tokens must have the same length; got "
+            f"{len(source_tokens)} and {len(target_tokens)}"
+        )
+    if not source_tokens:
+        raise ValueError("source_tokens is empty; there is nothing to build arrays from")
+    if num_steps <= 0:
+        raise ValueError(f"num_steps must be positive; got {num_steps}")
+    src = torch.tensor(
+        [src_vocab[_pad_or_truncate([*tokens, EOS], num_steps)] for tokens in source_tokens]
+    )  # (num_sentences, num_steps)
+    target = torch.tensor(
+        [tgt_vocab[[BOS, *_pad_or_truncate([*tokens, EOS], num_steps)]] for tokens in target_tokens]
+    )  # (num_sentences, num_steps + 1)
+    src_valid_len = (src != src_vocab[PAD]).sum(dim=1)  # (num_sentences,)
+    return TranslationArrays(src, target[:, :-1], src_valid_len, target[:, 1:])
+
+
+def batches(
+    arrays: Sequence[torch.Tensor],
+    batch_size: int,
+    shuffle: bool = True,
+    generator: torch.Generator | None = None,
+) -> Iterator[tuple[torch.Tensor, ...]]:
+    """Yield minibatches: the same rows of every array, ``batch_size`` rows at a time.
+
+    The last batch may be smaller. With ``shuffle`` the row order comes from ``generator``
+    (torch's global generator if None), so a seeded generator gives the same batches each run.
+    A :class:`TranslationArrays` yields :class:`TranslationArrays` batches.
+    """
+    if batch_size <= 0:
+        raise ValueError(f"batch_size must be positive; got {batch_size}")
+    if not arrays:
+        raise ValueError("arrays is empty; expected a tuple of tensors")
+    num_rows = len(arrays[0])
+    for array in arrays:
+        if len(array) != num_rows:
+            shapes = [tuple(a.shape) for a in arrays]
+            raise ValueError(f"arrays must have the same number of rows; got shapes {shapes}")
+    # Checks above run at the call; the generator below only runs when iterated.
+    return _generate_batches(arrays, batch_size, shuffle, generator)
+
+
+def _generate_batches(
+    arrays: Sequence[torch.Tensor],
+    batch_size: int,
+    shuffle: bool,
+    generator: torch.Generator | None,
+) -> Iterator[tuple[torch.Tensor, ...]]:
+    num_rows = len(arrays[0])
+    if shuffle:
+        order = torch.randperm(num_rows, generator=generator)
+    else:
+        order = torch.arange(num_rows)
+    make = type(arrays)._make if hasattr(arrays, "_fields") else tuple  # keep NamedTuple fields
+    for start in range(0, num_rows, batch_size):
+        rows = order[start : start + batch_size]  # (batch_size,) row indices
+        yield make(array[rows] for array in arrays)
