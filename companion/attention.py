@@ -32,12 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.parameter import UninitializedParameter
 
-
-def check_dropout(dropout: float) -> float:
-    """Return ``dropout`` if it is a probability in [0, 1); raise a ``ValueError`` otherwise."""
-    if not 0 <= dropout < 1:
-        raise ValueError(f"dropout must be in [0, 1); got {dropout}")
-    return dropout
+from companion.checks import check_dropout
 
 
 def _shapes(**tensors: torch.Tensor) -> str:

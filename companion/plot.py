@@ -158,3 +158,70 @@ def plot_kernel_regression(
     )
     axes.plot(_as_numpy(x_train), _as_numpy(y_train), "o", alpha=0.4, markersize=4)
     _finish(fig, path)
+
+
+def plot_history(
+    history: dict[str, list],
+    figsize: tuple[float, float] = (7.0, 2.5),
+    *,
+    path: str | Path | None = None,
+) -> None:
+    """Training curves from :func:`companion.train.train_seq2seq`'s history (chapters 3, 7).
+
+    Left: the training loss per epoch. Right: every held-out metric at the epochs where it
+    was evaluated.
+    """
+    metrics = [name for name in history if name not in ("epoch", "loss", "lr", "seconds")]
+    fig, (loss_axes, metric_axes) = plt.subplots(1, 2, figsize=figsize)
+    plot(history["epoch"], history["loss"], "epoch", "training loss", axes=loss_axes)
+    for name in metrics:
+        points = [(e, v) for e, v in zip(history["epoch"], history[name]) if v == v]  # not NaN
+        metric_axes.plot([e for e, _ in points], [v for _, v in points], "o-", label=name)
+    metric_axes.set_xlabel("epoch")
+    metric_axes.set_ylabel("held-out score")
+    metric_axes.grid(True)
+    if metrics:
+        metric_axes.legend()
+    fig.tight_layout()
+    _finish(fig, path)
+
+
+def plot_attention(
+    weights,
+    source_tokens: Sequence[str],
+    target_tokens: Sequence[str],
+    titles: Sequence[str] | None = None,
+    cell_size: float = 0.3,
+    *,
+    path: str | Path | None = None,
+) -> None:
+    """The attention of one target sequence over one source sequence, tokens as tick labels.
+
+    ``weights`` is ``(target, source)`` for one layer and head, or ``(layers, heads, target,
+    source)`` for a grid with a row per layer and a column per head; longer weight axes (such
+    as padding) are cut to the given tokens. ``titles`` names the columns (default: heads).
+    """
+    weights = torch.as_tensor(_as_numpy(weights)).float()
+    if weights.dim() == 2:
+        weights = weights[None, None]
+    if weights.dim() != 4:
+        raise ValueError(
+            "weights must have shape (target, source) or (layers, heads, target, source); "
+            f"got {tuple(weights.shape)}"
+        )
+    weights = weights[..., : len(target_tokens), : len(source_tokens)]
+    num_layers, num_heads = weights.shape[:2]
+    if titles is None and num_heads > 1:
+        titles = [f"head {h + 1}" for h in range(num_heads)]
+    width = cell_size * len(source_tokens) * num_heads + 1.5
+    height = cell_size * len(target_tokens) * num_layers + 1.0
+    show_heatmaps(
+        weights,
+        xlabel="source",
+        ylabel="target",
+        titles=titles,
+        figsize=(width, height),
+        xticklabels=list(source_tokens),
+        yticklabels=list(target_tokens),
+        path=path,
+    )

@@ -162,3 +162,17 @@ def test_stream_outputs_are_coalesced():
         ("display_data", None),
         ("stream", "e\n"),
     ]
+
+
+def test_public_api_is_complete_and_importable():
+    import companion
+
+    for name in companion.__all__:
+        assert hasattr(companion, name), f"companion.__all__ names {name}, which is missing"
+    assert companion.__version__ == release_tag_version()
+
+
+def release_tag_version() -> str:
+    from tools.notebooks import release_tag
+
+    return release_tag().removeprefix("v")
