@@ -212,8 +212,12 @@ def build_arrays(
     src_vocab: Vocab,
     tgt_vocab: Vocab,
     num_steps: int,
+    tgt_num_steps: int | None = None,
 ) -> TranslationArrays:
     """Turn sentence pairs into fixed-length index tensors, as d2l's ``_build_arrays`` does.
+
+    ``tgt_num_steps`` (default ``num_steps``) sets the target length on its own, for tasks
+    whose targets are much shorter than their sources: an RNN decoder then runs fewer steps.
 
     ``src`` is the source plus ``<eos>``, cut or padded with ``<pad>`` to ``num_steps``. The
     target plus ``<eos>`` is cut or padded the same way and gets ``<bos>`` in front; the decoder
@@ -230,14 +234,20 @@ def build_arrays(
         )
     if not source_tokens:
         raise ValueError("source_tokens is empty; there is nothing to build arrays from")
-    if num_steps <= 0:
-        raise ValueError(f"num_steps must be positive; got {num_steps}")
+    tgt_num_steps = num_steps if tgt_num_steps is None else tgt_num_steps
+    if num_steps <= 0 or tgt_num_steps <= 0:
+        raise ValueError(
+            f"num_steps and tgt_num_steps must be positive; got {num_steps} and {tgt_num_steps}"
+        )
     src = torch.tensor(
         [src_vocab[_pad_or_truncate([*tokens, EOS], num_steps)] for tokens in source_tokens]
     )  # (num_sentences, num_steps)
     target = torch.tensor(
-        [tgt_vocab[[BOS, *_pad_or_truncate([*tokens, EOS], num_steps)]] for tokens in target_tokens]
-    )  # (num_sentences, num_steps + 1)
+        [
+            tgt_vocab[[BOS, *_pad_or_truncate([*tokens, EOS], tgt_num_steps)]]
+            for tokens in target_tokens
+        ]
+    )  # (num_sentences, tgt_num_steps + 1)
     src_valid_len = (src != src_vocab[PAD]).sum(dim=1)  # (num_sentences,)
     return TranslationArrays(src, target[:, :-1], src_valid_len, target[:, 1:])
 

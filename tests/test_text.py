@@ -192,8 +192,10 @@ def test_build_arrays_rejects_bad_input():
     vocab = Vocab(["a"])
     with pytest.raises(ValueError, match="same length; got 2 and 1"):
         build_arrays([["a"], ["a"]], [["a"]], vocab, vocab, 4)
-    with pytest.raises(ValueError, match="num_steps must be positive; got 0"):
+    with pytest.raises(ValueError, match="must be positive; got 0 and 0"):
         build_arrays([["a"]], [["a"]], vocab, vocab, 0)
+    with pytest.raises(ValueError, match="must be positive; got 4 and -1"):
+        build_arrays([["a"]], [["a"]], vocab, vocab, 4, tgt_num_steps=-1)
     with pytest.raises(ValueError, match="source_tokens is empty"):
         build_arrays([], [], vocab, vocab, 4)
 
@@ -226,3 +228,11 @@ def test_batches_rejects_bad_input():
         batches((torch.zeros(3),), 0)
     with pytest.raises(ValueError, match=r"same number of rows; got shapes \[\(3,\), \(2,\)\]"):
         batches((torch.zeros(3), torch.zeros(2)), 2)
+
+
+def test_build_arrays_with_a_shorter_target():
+    vocab = Vocab(["a", "b", "c"])
+    arrays = build_arrays([["a", "b", "c", "a"]], [["b"]], vocab, vocab, 6, tgt_num_steps=3)
+    assert arrays.src.shape == (1, 6) and arrays.src_valid_len.tolist() == [5]
+    assert vocab.to_tokens(arrays.tgt_input[0].tolist()) == ["<bos>", "b", "<eos>"]
+    assert vocab.to_tokens(arrays.label[0].tolist()) == ["b", "<eos>", "<pad>"]

@@ -404,3 +404,12 @@ def test_decoding_past_max_len():
     decoder(tokens(1, 1), state)  # step 999, the last that fits max_len=1000
     with pytest.raises(ValueError, match=r"positions 1000\.\.1000, but max_len=1000"):
         decoder(tokens(1, 1), state)
+
+
+def test_scaled_token_embeddings_start_at_the_size_of_the_positions():
+    torch.manual_seed(0)
+    encoder = TransformerEncoder(500, 64, 128, 4, 1, 0.0)
+    decoder = TransformerDecoder(500, 64, 128, 4, 1, 0.0)
+    for embedding in (encoder.embedding, decoder.embedding):
+        scaled = embedding.weight * math.sqrt(64)  # what the model adds the positions to
+        assert 0.9 < scaled.std().item() < 1.1

@@ -1,0 +1,133 @@
+"""The training loop, its history and progress display, and the recipes built on it."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+
+from companion import recipes
+from companion.recipes import RECIPES, build_model, evaluate, run_recipe
+from companion.seq2seq import EncoderDecoder, Seq2SeqAttentionDecoder, Seq2SeqEncoder
+from companion.tasks import reverse_task
+from companion.text import Vocab, batches, build_arrays
+from companion.train import sequence_loss, train_seq2seq
+
+
+@pytest.fixture(scope="module")
+def reverse_data():
+    splits = reverse_task(600, seed=0, min_len=3, max_len=5)
+    vocab = Vocab(splits.train.source + splits.train.target)
+    arrays = build_arrays(*splits.train, vocab, vocab, num_steps=7)
+    return splits, vocab, arrays
+
+
+def small_model(vocab: Vocab) -> EncoderDecoder:
+    torch.manual_seed(0)
+    return EncoderDecoder(
+        Seq2SeqEncoder(len(vocab), 16, 32, 1), Seq2SeqAttentionDecoder(len(vocab), 16, 32, 1)
+    )
+
+
+def test_sequence_loss_ignores_padding():
+    logits = torch.randn(2, 3, 5)
+    labels = torch.tensor([[1, 2, 0], [3, 0, 0]])  # 0 is padding
+    manual = torch.stack(
+        [
+            torch.nn.functional.cross_entropy(logits[b, t][None], labels[b, t][None])
+            for b, t in ((0, 0), (0, 1), (1, 0))
+        ]
+    ).mean()
+    torch.testing.assert_close(sequence_loss(logits, labels, pad_index=0), manual)
+    with pytest.raises(ValueError, match=r"got \(2, 3, 5\) and \(2, 4\)"):
+        sequence_loss(logits, torch.zeros(2, 4, dtype=torch.long), pad_index=0)
+
+
+def test_training_learns_and_records_its_history(reverse_data, monkeypatch, capsys):
+    monkeypatch.setenv("COMPANION_PROGRESS", "off")
+    splits, vocab, arrays = reverse_data
+    model = small_model(vocab)
+    generator = torch.Generator().manual_seed(0)
+    history = train_seq2seq(
+        model,
+        lambda: batches(arrays, 32, generator=generator),
+        pad_index=vocab.pad,
+        num_epochs=6,
+        lr=1e-2,
+        evaluate=lambda m: {"score": 1.0},
+        eval_every=2,
+        device=torch.device("cpu"),
+    )
+    assert history["epoch"] == [1, 2, 3, 4, 5, 6]
+    assert history["loss"][-1] < 0.5 * history["loss"][0]
+    assert [math.isnan(v) for v in history["score"]] == [True, False] * 3
+    assert history["lr"][-1] < max(history["lr"])  # warm-up, then decay
+    assert history["seconds"] == sorted(history["seconds"])
+    assert capsys.readouterr().err == "", "COMPANION_PROGRESS=off is silent"
+
+
+def test_stop_when_ends_training_early_and_progress_prints(reverse_data, monkeypatch, capsys):
+    monkeypatch.setenv("COMPANION_PROGRESS", "on")
+    splits, vocab, arrays = reverse_data
+    scores = iter([0.1, 0.5, 0.9, 0.95])
+    history = train_seq2seq(
+        small_model(vocab),
+        lambda: batches(arrays, 64, shuffle=False),
+        pad_index=vocab.pad,
+        num_epochs=10,
+        evaluate=lambda m: {"accuracy": next(scores)},
+        stop_when=lambda metrics: metrics["accuracy"] >= 0.9,
+        device=torch.device("cpu"),
+        plot=True,
+    )
+    assert history["epoch"] == [1, 2, 3]
+    assert history["accuracy"] == [0.1, 0.5, 0.9]
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 3 and lines[-1].startswith("epoch 3/10  loss ")
+    assert len(plt.gcf().axes) == 2, "loss and metric curves"
+    plt.close("all")
+
+
+def test_training_rejects_bad_settings(reverse_data):
+    _, vocab, arrays = reverse_data
+    model = small_model(vocab)
+    common = dict(pad_index=vocab.pad, device=torch.device("cpu"))
+    with pytest.raises(ValueError, match="num_epochs must be positive; got 0"):
+        train_seq2seq(model, lambda: batches(arrays, 8), num_epochs=0, **common)
+    with pytest.raises(ValueError, match=r"warmup must be a fraction in \[0, 1\); got 1.5"):
+        train_seq2seq(model, lambda: batches(arrays, 8), num_epochs=1, warmup=1.5, **common)
+    with pytest.raises(ValueError, match="yielded no batch"):
+        train_seq2seq(model, lambda: iter([]), num_epochs=1, **common)
+
+
+def test_a_recipe_runs_end_to_end_and_scores_held_out_data(monkeypatch):
+    monkeypatch.setenv("COMPANION_PROGRESS", "off")
+    tiny = dataclasses.replace(
+        RECIPES["bahdanau-dates"], num_examples=1500, num_epochs=2, num_hiddens=32, num_eval=50
+    )
+    monkeypatch.setitem(recipes.RECIPES, "tiny", tiny)
+    result = run_recipe("tiny", device=torch.device("cpu"), stop_at_target=False)
+    assert result.history["epoch"] == [1, 2]
+    assert set(result.test_scores) == {"exact_match", "bleu"}
+    assert 0 <= result.test_scores["exact_match"] <= result.test_scores["bleu"] <= 1
+    again = evaluate(result.model, result.splits.test, result.src_vocab, result.tgt_vocab, tiny)
+    assert again == result.test_scores
+
+
+@pytest.mark.parametrize("name", list(RECIPES))
+def test_recipe_models_build_on_the_cpu(name):
+    recipe = RECIPES[name]
+    vocab = Vocab(list("abcdefgh"))
+    model = build_model(recipe, vocab, vocab)
+    assert all(p.device.type == "cpu" for p in model.parameters())
+    src = torch.randint(0, len(vocab), (2, recipe.num_steps))
+    logits = model(src, src[:, : recipe.tgt_num_steps], torch.tensor([3, recipe.num_steps]))
+    assert logits.shape == (2, recipe.tgt_num_steps, len(vocab))
+
+
+def test_unknown_recipe_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown recipe 'gpt'; expected one of"):
+        run_recipe("gpt")
