@@ -100,3 +100,28 @@ def test_heatmap_accepts_one_matrix_with_token_labels_and_rejects_other_ranks(tm
     plt.close("all")
     with pytest.raises(ValueError, match=r"got \(2, 3, 4\)"):
         show_heatmaps(torch.zeros(2, 3, 4), "keys", "queries")
+
+
+def test_attention_and_history_plots_save_to_files(tmp_path):
+    from companion.plot import plot_attention, plot_history
+
+    source, target = ["the", "red", "dog", "<eos>"], ["ka", "dog", "red"]
+    grid = torch.softmax(torch.randn(2, 4, 5, 6), dim=-1)  # (layers, heads, target, source)
+    plot_attention(grid, source, target, path=tmp_path / "grid.png")
+    figure = plt.gcf()
+    assert len([a for a in figure.axes if a.get_title()]) == 8, "a panel per layer and head"
+    assert [t.get_text() for t in figure.axes[0].get_yticklabels()] == target
+    plot_attention(grid[0, 0], source, target, path=tmp_path / "one.svg")
+    history = {
+        "epoch": [1, 2, 3],
+        "loss": [2.0, 1.0, 0.5],
+        "lr": [0.1] * 3,
+        "seconds": [1, 2, 3],
+        "bleu": [float("nan"), 0.5, 0.9],
+    }
+    plot_history(history, path=tmp_path / "history.pdf")
+    plt.close("all")
+    for name in ("grid.png", "one.svg", "history.pdf"):
+        assert (tmp_path / name).stat().st_size > 1000
+    with pytest.raises(ValueError, match=r"got \(4, 5, 6\)"):
+        plot_attention(grid[0], source, target)

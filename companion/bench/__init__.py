@@ -1,0 +1,34 @@
+"""Benchmarks: ``python -m companion.bench [NAME] [options]``.
+
+- ``attention`` (the default): time and peak memory of multi-head self-attention, explicit vs
+  fused vs ``torch.nn.MultiheadAttention`` (:mod:`companion.bench.attention`).
+- ``train``: seconds to reach each recipe's held-out target (:mod:`companion.bench.train`).
+
+They print measured numbers; no test times anything.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+
+from companion.bench import attention, train
+
+BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
+    "attention": attention.main,
+    "train": train.main,
+}
+DEFAULT = "attention"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    name = DEFAULT if not argv or argv[0].startswith("-") else argv.pop(0)
+    if name not in BENCHMARKS:
+        print(
+            f"python -m companion.bench: unknown benchmark {name!r}; "
+            f"choose one of: {', '.join(BENCHMARKS)} (default: {DEFAULT})",
+            file=sys.stderr,
+        )
+        return 2
+    return BENCHMARKS[name](argv)

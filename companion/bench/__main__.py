@@ -1,0 +1,5 @@
+import sys
+
+from companion.bench import main
+
+sys.exit(main())

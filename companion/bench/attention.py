@@ -1,0 +1,457 @@
+"""``python -m companion.bench attention``: the cost of multi-head self-attention.
+
+It times one training step (forward and backward) of multi-head self-attention at
+batch 8, 256 hidden units, 8 heads, float32, with a padding mask whose valid length is drawn
+per batch row, for three implementations:
+
+- companion's *explicit* path (``MultiHeadAttention(..., need_weights=True)``), which builds
+  the ``(batch, heads, n, n)`` weights;
+- companion's *fused* path (the default), which calls ``scaled_dot_product_attention``;
+- ``torch.nn.MultiheadAttention(batch_first=True)`` with the equivalent ``key_padding_mask``
+  and ``need_weights=False`` (its own fused path).
+
+All three have no bias and dropout 0, run in training mode, and take an input that requires
+grad, as a layer inside a model does. Gradients are set to ``None`` after every step, as
+``optimizer.zero_grad()`` does, so each step allocates its gradients afresh.
+
+Each sequence length runs in two fresh subprocesses, one that measures memory and then one
+that times.
+
+**Time** is the median wall-clock time of the timed steps, after one untimed warm-up step.
+Every implementation gets the same number of runs (2 to 10, about 8 s of timed steps each),
+interleaved in rounds whose order rotates, so that a change in the machine's load hits all of
+them alike. On the CPU, where the explicit path's weights alone reach 1 GiB (n = 4096: 4 GiB,
+about 16 GiB at the peak of a step), one explicit step takes a minute or more, so it runs once,
+first thing in the memory subprocess, without warm-up, and is marked ``*``: that single cold run
+includes first-touch page faults and overstates the steady state. (Its tensors are far above
+the threshold below, so glibc maps them afresh with or without it.)
+
+**Peak memory** is the most memory that one step needs on top of what was resident just before
+it: model, inputs and, for the explicit path, nothing else, as each implementation is measured
+on its first step after a warm-up and released before the next one is. On CUDA it is
+``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats``, minus
+``memory_allocated`` before the step. On the CPU it is the growth of the process's resident set:
+the subprocess resets its high-water mark (``VmHWM``) before the step by writing ``5`` to
+``/proc/self/clear_refs`` and reads ``VmHWM - VmRSS(before)`` after it. It runs with
+``MALLOC_MMAP_THRESHOLD_=65536``, so that glibc gives every freed block of 64 KiB or more
+straight back to the system: by default it keeps blocks of up to 32 MiB for reuse, and the next
+step's tensors put there would not show in the resident set. The timing subprocess keeps
+glibc's defaults, since mapping every block afresh costs page faults (10-35% more time here).
+Where ``/proc`` is missing (macOS) or on MPS, memory is reported as n/a.
+
+Threads: ``torch.set_num_threads($COMPANION_NUM_THREADS, default 2)`` on the CPU. Device:
+:func:`companion.device.get_device`, so ``COMPANION_DEVICE=cuda`` runs on a GPU. Before the
+explicit path runs, the free memory is checked against an estimate of its peak; a length that
+would not fit is skipped and reported as such, instead of pushing the machine into swap or the
+OOM killer. Progress goes to stderr, the table to stdout. No test times anything: these are
+measurements to read, not assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+import torch
+from torch import nn
+
+from companion.attention import MultiHeadAttention
+from companion.bench.common import device_name, load_average, log, set_threads
+from companion.device import get_device
+
+BATCH, HIDDENS, HEADS = 8, 256, 8
+LENGTHS = (128, 512, 1024, 4096)
+IMPLEMENTATIONS = ("explicit", "fused", "torch")
+TIME_BUDGET_S = 8.0  # timed seconds per implementation and length, after the warm-up
+MAX_RUNS = 10
+MIB = 2**20
+# Peak of one explicit step, in units of one (batch, heads, n, n) float32 tensor: measured
+# 4.1 on the CPU (scores, masked scores, weights, masked weights, their gradients); 4.5 leaves
+# room for the allocator and the rest of the process.
+EXPLICIT_PEAK_MATRICES = 4.5
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory probes: one per device kind. `start()` before a step, `peak()` (bytes) after it.
+
+
+def _proc_status_bytes(field: str) -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024  # reported in kB
+    raise OSError(f"{field} not in /proc/self/status")
+
+
+class _RSSProbe:
+    """Growth of the resident set over a step, from Linux's resettable high-water mark."""
+
+    def __init__(self) -> None:
+        self.before = 0
+        try:
+            self.start()
+            self.available = True
+        except OSError:
+            self.available = False
+
+    def start(self) -> None:
+        with open("/proc/self/clear_refs", "w") as clear_refs:
+            clear_refs.write("5")  # reset VmHWM to the current VmRSS
+        self.before = _proc_status_bytes("VmRSS")
+
+    def peak(self) -> int:
+        return _proc_status_bytes("VmHWM") - self.before
+
+
+class _CUDAProbe:
+    available = True
+
+    def __init__(self, device: torch.device) -> None:
+        self.device, self.before = device, 0
+
+    def start(self) -> None:
+        torch.cuda.synchronize(self.device)
+        torch.cuda.reset_peak_memory_stats(self.device)
+        self.before = torch.cuda.memory_allocated(self.device)
+
+    def peak(self) -> int:
+        torch.cuda.synchronize(self.device)
+        return torch.cuda.max_memory_allocated(self.device) - self.before
+
+
+class _NoProbe:
+    available = False
+
+    def start(self) -> None:
+        pass
+
+    def peak(self) -> int:
+        return -1
+
+
+def _memory_probe(device: torch.device):
+    if device.type == "cuda":
+        return _CUDAProbe(device)
+    if device.type == "cpu":
+        probe = _RSSProbe()
+        return probe if probe.available else _NoProbe()
+    return _NoProbe()
+
+
+def _free_bytes(device: torch.device) -> int | None:
+    """Memory that a new allocation can still get, or None when it cannot be told."""
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    if device.type == "cpu":
+        try:
+            with open("/proc/meminfo") as meminfo:
+                for line in meminfo:
+                    if line.startswith("MemAvailable:"):
+                        return int(line.split()[1]) * 1024
+        except OSError:
+            pass
+    return None
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
+# ---------------------------------------------------------------------------------------------
+# attention: the worker runs in its own process, one sequence length at a time.
+
+
+def _attention_steps(n: int, device: torch.device) -> dict[str, Callable[[], None]]:
+    """One forward+backward closure per implementation, on the same inputs and weights."""
+    generator = torch.Generator().manual_seed(n)
+    X = torch.randn(BATCH, n, HIDDENS, generator=generator)
+    valid_lens = torch.randint(1, n + 1, (BATCH,), generator=generator)
+    grad_output = torch.randn(BATCH, n, HIDDENS, generator=generator)
+    X, valid_lens, grad_output = (
+        X.to(device).requires_grad_(),
+        valid_lens.to(device),
+        grad_output.to(device),
+    )
+    key_padding_mask = torch.arange(n, device=device) >= valid_lens[:, None]  # True: ignore
+
+    reference = nn.MultiheadAttention(HIDDENS, HEADS, bias=False, batch_first=True)
+    W_q, W_k, W_v = reference.in_proj_weight.detach().chunk(3)
+    state = {"W_q.weight": W_q, "W_k.weight": W_k, "W_v.weight": W_v}
+    state["W_o.weight"] = reference.out_proj.weight.detach()
+    reference.to(device)
+
+    def step(model: nn.Module, forward: Callable[[], torch.Tensor]) -> Callable[[], None]:
+        def run() -> None:
+            forward().backward(grad_output)
+            model.zero_grad(set_to_none=True)
+            X.grad = None
+
+        return run
+
+    steps = {}
+    for name in ("explicit", "fused"):
+        model = MultiHeadAttention(HIDDENS, HEADS, 0.0, need_weights=name == "explicit")
+        model.load_state_dict(state)
+        model.to(device)
+        steps[name] = step(model, lambda model=model: model(X, X, X, valid_lens))
+
+    def torch_forward() -> torch.Tensor:
+        return reference(X, X, X, key_padding_mask=key_padding_mask, need_weights=False)[0]
+
+    steps["torch"] = step(reference, torch_forward)
+    return steps
+
+
+def _attention_worker(n: int, mode: str) -> dict:
+    """Measure every implementation at sequence length ``n``: ``mode`` is "time" or "memory"."""
+    device = get_device()
+    set_threads(device)
+    steps = _attention_steps(n, device)
+    results: dict[str, dict] = {}
+    cold = device.type == "cpu" and BATCH * HEADS * n * n * 4 >= 2**30
+
+    def timed(name: str) -> float:
+        _synchronize(device)
+        start = time.perf_counter()
+        steps[name]()
+        _synchronize(device)
+        return time.perf_counter() - start
+
+    for name in IMPLEMENTATIONS:  # the explicit path first: the process is freshest then
+        if name == "explicit":
+            need, free = EXPLICIT_PEAK_MATRICES * BATCH * HEADS * n * n * 4, _free_bytes(device)
+            if free is not None and need > free:
+                why = f"needs ~{need / 2**30:.0f} GiB, {free / 2**30:.1f} GiB free"
+                results[name] = {"skipped": why}
+                log(f"  n={n} {name}: skipped ({why})")
+                del steps[name]
+
+    if mode == "memory":
+        probe = _memory_probe(device)
+        for name in list(steps):
+            single = name == "explicit" and cold
+            if not single:
+                timed(name)  # warm-up: lazy set-up, thread pools, one-time buffers
+            probe.start()
+            seconds = timed(name)
+            results[name] = {"mib": probe.peak() / MIB if probe.available else None}
+            if single:  # its one run is also its time: no second one in the timing process
+                results[name].update(times=[seconds], cold=True)
+            log(f"  n={n} {name}: peak memory {results[name]['mib'] or 0:.1f} MiB")
+            del steps[name]  # frees what it keeps, such as attention_weights
+        return results
+
+    if cold:
+        steps.pop("explicit", None)  # timed by its single run in the memory process
+    warm_up = {}
+    for name in steps:
+        warm_up[name] = timed(name)  # lazy set-up, thread pools, first-touch pages
+        log(f"  n={n} {name}: warm-up {warm_up[name] * 1e3:.0f} ms")
+    # The same number of runs for every implementation, in rounds whose order rotates, so that
+    # each sees the same share of the machine's ups and downs.
+    rounds = 0
+    if warm_up:
+        rounds = int(TIME_BUDGET_S * len(warm_up) / sum(warm_up.values()))
+        rounds = max(2, min(MAX_RUNS, rounds))
+    order = list(warm_up)
+    for name in order:
+        results[name] = {"times": []}
+    for round_ in range(rounds):
+        for name in order[round_ % len(order) :] + order[: round_ % len(order)]:
+            results[name]["times"].append(timed(name))
+            milliseconds = results[name]["times"][-1] * 1e3
+            log(f"  n={n} {name}: run {round_ + 1}/{rounds} {milliseconds:.0f} ms")
+    return results
+
+
+def _run_worker(n: int, mode: str) -> dict:
+    """Run :func:`_attention_worker` in a fresh interpreter; a crash becomes a skip reason."""
+    env = dict(os.environ)
+    # The child imports this very companion, wherever the parent found it.
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    if mode == "memory":  # glibc hands every freed block of 64 KiB or more straight back
+        env.setdefault("MALLOC_MMAP_THRESHOLD_", "65536")
+    code = (
+        "import json\n"
+        "from companion.bench.attention import _attention_worker\n"
+        f"print(json.dumps(_attention_worker({n}, {mode!r})))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True
+    )
+    if completed.returncode != 0:
+        why = f"{mode} run failed (exit status {completed.returncode}"
+        why += ", killed: out of memory?)" if completed.returncode in (-9, 137) else ")"
+        log(f"  n={n}: {why}")
+        return {name: {"skipped": why} for name in IMPLEMENTATIONS}
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def _attention_length(n: int) -> dict[str, dict]:
+    """Both runs at one length, merged: times, their median, peak memory, skip reasons."""
+    memory, timing = _run_worker(n, "memory"), _run_worker(n, "time")
+    row = {}
+    for name in IMPLEMENTATIONS:
+        result = {**memory.get(name, {}), **timing.get(name, {})}
+        if "times" in memory.get(name, {}):  # a single cold run
+            result["times"] = memory[name]["times"]
+        if result.get("times"):
+            result["ms"] = statistics.median(result["times"]) * 1e3
+            result["runs"] = len(result["times"])
+        row[name] = result
+    return row
+
+
+def _cell(result: dict, key: str, fmt: str) -> str:
+    value = result.get(key)
+    if value is None:
+        return "n/a" if "skipped" not in result else "skipped"
+    text = format(value, fmt)
+    return text + "*" if key == "ms" and result.get("cold") else text
+
+
+def _ratio(a: dict, b: dict, key: str) -> float | None:
+    if a.get(key) is None or b.get(key) is None or b[key] <= 0:
+        return None
+    return a[key] / b[key]
+
+
+def _format_ratio(ratio: float | None) -> str:
+    return "n/a" if ratio is None else f"{ratio:.2f}"
+
+
+def _targets(table: dict[int, dict]) -> list[str]:
+    lines = []
+
+    def verdict(ok: bool | None) -> str:
+        return {True: "MET", False: "NOT MET", None: "NOT MEASURED"}[ok]
+
+    row = table.get(512)
+    ratio = _ratio(row["fused"], row["explicit"], "ms") if row else None
+    ok = None if ratio is None else ratio <= 1 / 3
+    lines.append(
+        f"fused time <= 1/3 of explicit at n=512: {verdict(ok)} "
+        f"(fused/explicit = {_format_ratio(ratio)})"
+    )
+
+    ratios = {n: _ratio(row["fused"], row["torch"], "ms") for n, row in table.items()}
+    measured = [r for r in ratios.values() if r is not None]
+    ok = None if not measured else all(r <= 1.05 for r in measured)
+    if ok and len(measured) < len(ratios):
+        ok = None
+    detail = ", ".join(f"n={n}: {_format_ratio(r)}" for n, r in ratios.items())
+    lines.append(
+        f"fused time <= 1.05 x torch.nn.MultiheadAttention at every length: {verdict(ok)} "
+        f"(fused/torch = {detail})"
+    )
+
+    row = table.get(4096)
+    ratio = _ratio(row["fused"], row["explicit"], "mib") if row else None
+    ok = None if ratio is None else ratio <= 1 / 4
+    lines.append(
+        f"fused peak memory <= 1/4 of explicit at n=4096: {verdict(ok)} "
+        f"(fused/explicit = {_format_ratio(ratio)})"
+    )
+    return lines
+
+
+def main(argv: Sequence[str]) -> int:
+    """``python -m companion.bench attention [--lengths N ...]``: print the table."""
+    parser = argparse.ArgumentParser(
+        prog="python -m companion.bench attention",
+        description="Forward+backward time and peak memory of multi-head self-attention.",
+    )
+    parser.add_argument(
+        "--lengths", type=int, nargs="+", default=list(LENGTHS), metavar="N",
+        help=f"sequence lengths (default: {' '.join(map(str, LENGTHS))})",
+    )  # fmt: skip
+    args = parser.parse_args(list(argv))
+    if any(n < 1 for n in args.lengths):
+        parser.error(f"--lengths must be positive; got {args.lengths}")
+
+    device = get_device()
+    threads = set_threads(device)
+    probe = _memory_probe(device)
+    if device.type == "cuda":
+        memory_method = "torch.cuda.max_memory_allocated over a step after a warm-up"
+    elif probe.available:
+        memory_method = (
+            "resident-set growth over a step after a warm-up (VmHWM - VmRSS before), in a fresh "
+            "process with MALLOC_MMAP_THRESHOLD_=65536"
+        )
+    else:
+        memory_method = "n/a on this platform"
+
+    header = [
+        "Multi-head self-attention, forward + backward, one training step",
+        f"batch {BATCH}, {HIDDENS} hidden, {HEADS} heads, float32, no bias, dropout 0, "
+        f"padding mask with valid_lens drawn per batch row",
+        f"device: {device.type} ({device_name(device)})"
+        + (f", {threads} threads" if threads else "")
+        + f", torch {torch.__version__}"
+        + (f", CPU capability {torch.backends.cpu.get_cpu_capability()}" if threads else ""),
+        "time: median ms of the timed runs after a warm-up; the same number of runs for each "
+        "implementation, interleaved",
+        f"peak memory: MiB, {memory_method}",
+        "explicit = companion need_weights=True; fused = companion default (SDPA); "
+        "torch = torch.nn.MultiheadAttention(batch_first=True, need_weights=False)",
+    ]
+
+    table: dict[int, dict] = {}
+    started, load_before = time.perf_counter(), load_average()
+    for n in args.lengths:
+        log(f"[attention] n={n} ({time.perf_counter() - started:.0f} s so far)")
+        table[n] = _attention_length(n)
+    elapsed = time.perf_counter() - started
+    log(f"[attention] done in {elapsed:.0f} s")
+    load_after = load_average()
+    busy = threads and any(load and load > threads for load in (load_before, load_after))
+    header.append(
+        f"took {elapsed:.0f} s; 1-minute load average {load_before} before, {load_after} after"
+        + (f": above {threads}, other processes shared the cores" if busy else "")
+    )
+
+    columns = (
+        ("n", 6), ("explicit ms", 12), ("fused ms", 10), ("torch ms", 10),
+        ("explicit MiB", 13), ("fused MiB", 10), ("torch MiB", 10),
+        ("f/e time", 9), ("f/t time", 9), ("f/e mem", 8), ("f/t mem", 8), ("runs e/f/t", 11),
+    )  # fmt: skip
+    lines = [*header, ""]
+    lines.append(" ".join(title.rjust(width) for title, width in columns))
+    for n, row in table.items():
+        e, f, t = (row[name] for name in IMPLEMENTATIONS)
+        cells = [
+            str(n),
+            _cell(e, "ms", ".1f"), _cell(f, "ms", ".1f"), _cell(t, "ms", ".1f"),
+            _cell(e, "mib", ".1f"), _cell(f, "mib", ".1f"), _cell(t, "mib", ".1f"),
+            _format_ratio(_ratio(f, e, "ms")), _format_ratio(_ratio(f, t, "ms")),
+            _format_ratio(_ratio(f, e, "mib")), _format_ratio(_ratio(f, t, "mib")),
+            "/".join(str(r.get("runs", 0)) for r in (e, f, t)),
+        ]  # fmt: skip
+        lines.append(" ".join(cell.rjust(width) for cell, (_, width) in zip(cells, columns)))
+    skipped = [
+        f"  n={n} {name}: {result['skipped']}"
+        for n, row in table.items()
+        for name, result in row.items()
+        if "skipped" in result
+    ]
+    if skipped:
+        lines += ["", "skipped:", *skipped]
+    if any(row["explicit"].get("cold") for row in table.values()):
+        lines += [
+            "",
+            "* a single run without warm-up: one explicit step takes a minute or more here",
+        ]
+    lines += ["", "targets:", *(f"  {line}" for line in _targets(table))]
+    print("\n".join(lines))
+    return 0
