@@ -16,6 +16,8 @@ export ATEN_CPU_CAPABILITY := avx2
 export MKL_CBWR := AVX2
 export PYTHONHASHSEED := 0
 export COMPANION_DEVICE := cpu
+# Training progress is live in Jupyter and Colab, silent here: outputs must not depend on timings.
+export COMPANION_PROGRESS := off
 # ipykernel's debugger otherwise warns about frozen modules on stderr.
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
