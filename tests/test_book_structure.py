@@ -12,6 +12,7 @@ import pytest
 
 from tools.notebooks import (
     ROOT,
+    SETUP_CELL_TAG,
     book_config,
     coalesce_streams,
     setup_cell_source,
@@ -97,6 +98,7 @@ def test_first_cell_is_the_colab_setup(path):
     assert book_config()["repository"]["url"] in first.source
     assert 'if "google.colab" in sys.modules:' in first.source
     assert first.outputs == [], "outside Colab the set-up cell prints nothing"
+    assert first.metadata.get("tags") == [SETUP_CELL_TAG], "the site leaves it out"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

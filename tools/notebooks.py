@@ -32,6 +32,9 @@ if "google.colab" in sys.modules:
         check=True,
     )"""
 
+# The site is not executable, so it leaves the set-up cell out; Colab shows and runs it.
+SETUP_CELL_TAG = "remove-cell"
+
 # Kept fixed so that re-running a notebook on another patch release of Python changes nothing.
 NOTEBOOK_METADATA = {
     "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
@@ -113,6 +116,7 @@ def execute(path: Path) -> float:
 
     notebook = nbformat.read(path, as_version=4)
     notebook.cells[0].source = setup_cell_source()
+    notebook.cells[0].metadata["tags"] = [SETUP_CELL_TAG]
     start = time.perf_counter()
     NotebookClient(
         notebook,
