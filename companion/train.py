@@ -61,7 +61,7 @@ class _Progress:
         if self.enabled and "ipykernel" in sys.modules:
             from IPython.display import display
 
-            self.handle = display("", display_id=True)
+            self.handle = display({"text/plain": "training..."}, raw=True, display_id=True)
 
     def update(self, text: str) -> None:
         if not self.enabled:

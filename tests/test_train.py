@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
+import types
 
 import matplotlib.pyplot as plt
 import pytest
@@ -131,3 +133,27 @@ def test_recipe_models_build_on_the_cpu(name):
 def test_unknown_recipe_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown recipe 'gpt'; expected one of"):
         run_recipe("gpt")
+
+
+def test_progress_is_one_live_line_in_a_notebook(monkeypatch):
+    from IPython import display as ipython_display
+
+    from companion.train import _Progress
+
+    shown, updates = [], []
+
+    class Handle:
+        def update(self, obj, raw=False):
+            updates.append(obj["text/plain"])
+
+    def fake_display(obj, raw=False, display_id=False):
+        shown.append(obj["text/plain"])
+        return Handle()
+
+    monkeypatch.setenv("COMPANION_PROGRESS", "auto")
+    monkeypatch.setitem(sys.modules, "ipykernel", types.ModuleType("ipykernel"))
+    monkeypatch.setattr(ipython_display, "display", fake_display)
+    progress = _Progress()
+    progress.update("epoch 1/2")
+    progress.update("epoch 2/2")
+    assert shown == ["training..."] and updates == ["epoch 1/2", "epoch 2/2"]
