@@ -45,6 +45,8 @@ book: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -v
 
+# Measured-time cells (# NBVAL_IGNORE_OUTPUT) keep their committed output while their code is
+# unchanged; COMPANION_REFRESH_MEASUREMENTS=1 records new measurements.
 outputs: $(STAMP)
 	$(BIN)/python tools/notebooks.py execute
 

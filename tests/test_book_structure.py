@@ -15,6 +15,7 @@ from tools.notebooks import (
     SETUP_CELL_TAG,
     book_config,
     coalesce_streams,
+    keep_measurements,
     setup_cell_source,
     toc_files,
     toc_notebooks,
@@ -178,3 +179,23 @@ def release_tag_version() -> str:
     from tools.notebooks import release_tag
 
     return release_tag().removeprefix("v")
+
+
+def test_measurements_keep_their_committed_outputs_while_the_code_is_unchanged():
+    def notebook(source_b, output_b):
+        cells = [
+            nbformat.v4.new_code_cell("print(1)", id="a"),
+            nbformat.v4.new_code_cell(source_b, id="b"),
+        ]
+        cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="1\n")]
+        cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text=output_b)]
+        return nbformat.v4.new_notebook(cells=cells)
+
+    timed = "# NBVAL_IGNORE_OUTPUT\nprint(time())"
+    committed = notebook(timed, "0.31 s\n")
+    rerun = notebook(timed, "0.29 s\n")
+    assert keep_measurements(committed, rerun) == 1
+    assert rerun.cells[1].outputs[0].text == "0.31 s\n"
+    changed = notebook(timed + " * 2", "0.58 s\n")
+    assert keep_measurements(committed, changed) == 0
+    assert changed.cells[1].outputs[0].text == "0.58 s\n"

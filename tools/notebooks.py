@@ -7,6 +7,7 @@ and the one way their committed outputs are produced (``make outputs``).
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import tomllib
@@ -110,10 +111,39 @@ def coalesce_streams(cell) -> None:
     cell.outputs = merged
 
 
+IGNORE_OUTPUT_MARKER = "# NBVAL_IGNORE_OUTPUT"
+REFRESH_VARIABLE = "COMPANION_REFRESH_MEASUREMENTS"
+
+
+def keep_measurements(before, after) -> int:
+    """Give the cells marked ``# NBVAL_IGNORE_OUTPUT`` back their committed outputs.
+
+    Those cells print measured times, which differ on every run. While a cell's code is
+    unchanged, its committed measurement stays, so ``make outputs`` leaves the files alone;
+    a changed cell, or ``COMPANION_REFRESH_MEASUREMENTS=1``, records the new measurement.
+    Returns the number of cells kept.
+    """
+    kept = 0
+    old = {cell.get("id"): cell for cell in before.cells}
+    for cell in after.cells:
+        previous = old.get(cell.get("id"))
+        if (
+            cell.cell_type == "code"
+            and cell.source.startswith(IGNORE_OUTPUT_MARKER)
+            and previous is not None
+            and previous.source == cell.source
+            and previous.get("outputs")
+        ):
+            cell.outputs = previous.outputs
+            kept += 1
+    return kept
+
+
 def execute(path: Path) -> float:
     """Re-run ``path`` in place from a fresh kernel started in its folder; return the seconds."""
     from nbclient import NotebookClient
 
+    committed = nbformat.read(path, as_version=4)
     notebook = nbformat.read(path, as_version=4)
     notebook.cells[0].source = setup_cell_source()
     notebook.cells[0].metadata["tags"] = [SETUP_CELL_TAG]
@@ -129,6 +159,8 @@ def execute(path: Path) -> float:
     for cell in notebook.cells:
         if cell.cell_type == "code":
             coalesce_streams(cell)
+    if os.environ.get(REFRESH_VARIABLE, "0") != "1":
+        keep_measurements(committed, notebook)
     notebook.metadata = nbformat.from_dict(NOTEBOOK_METADATA)
     nbformat.write(notebook, path)
     return seconds
