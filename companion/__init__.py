@@ -14,6 +14,7 @@ from companion.attention import (
 from companion.data import KernelRegressionData, kernel_regression_data, kernel_regression_target
 from companion.decoding import Decoded, beam_search, decode, greedy_decode
 from companion.device import get_device
+from companion.efficient import LinearAttention
 from companion.metrics import bleu, corpus_bleu, exact_match
 from companion.plot import (
     plot,
@@ -29,6 +30,7 @@ from companion.seq2seq import (
     EncoderDecoder,
     Seq2Seq,
     Seq2SeqAttentionDecoder,
+    Seq2SeqDecoder,
     Seq2SeqEncoder,
     init_seq2seq,
 )
@@ -62,6 +64,7 @@ __all__ = [
     "DotProductAttention",
     "EncoderDecoder",
     "KernelRegressionData",
+    "LinearAttention",
     "MultiHeadAttention",
     "NWKernelRegression",
     "ParallelCorpus",
@@ -69,6 +72,7 @@ __all__ = [
     "PositionalEncoding",
     "Seq2Seq",
     "Seq2SeqAttentionDecoder",
+    "Seq2SeqDecoder",
     "Seq2SeqEncoder",
     "Splits",
     "TransformerDecoder",

@@ -5,6 +5,8 @@ loads into these classes with ``strict=True`` and code moves between the two boo
 
 - :class:`Seq2SeqEncoder` is d2l's, time-major like d2l: outputs ``(num_steps, batch,
   num_hiddens)``, state ``(num_layers, batch, num_hiddens)``.
+- :class:`Seq2SeqDecoder` is d2l's plain GRU decoder, with one fixed context for every step
+  (the baseline that attention improves on; only in the book, not in the ``d2l`` 1.0.3 package).
 - :class:`Seq2SeqAttentionDecoder` is the decoder of d2l's Bahdanau-attention section (only in
   the book, not in the ``d2l`` 1.0.3 package).
 - :class:`EncoderDecoder` and :class:`Seq2Seq` are d2l's, as plain PyTorch modules (no d2l
@@ -101,6 +103,66 @@ class Seq2SeqEncoder(nn.Module):
         outputs, state = self.rnn(embs)
         # outputs: (num_steps, batch, num_hiddens); state: (num_layers, batch, num_hiddens)
         return outputs, state
+
+
+class Seq2SeqDecoder(nn.Module):
+    """The plain RNN decoder of sequence-to-sequence learning, without attention (chapter 3,
+    the fixed-context baseline; d2l's ``Seq2SeqDecoder``). Every step reads the same context:
+
+        c = h_T   (the encoder's top-layer output at its last step, padding included, as d2l)
+        s_{t'} = GRU([e(y_{t'-1}); c], s_{t'-1}),    logits_{t'} = W_o s_{t'} + b_o
+
+    with ``s_0`` the encoder's final state of every layer. The state is d2l's
+    ``[enc_outputs, hidden_state]``, both time-major: ``(num_steps, batch, num_hiddens)`` and
+    ``(num_layers, batch, num_hiddens)``. Parameter names are d2l's, so its ``state_dict``
+    loads with ``strict=True``.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embed_size: int,
+        num_hiddens: int,
+        num_layers: int,
+        dropout: float = 0,
+    ) -> None:
+        super().__init__()
+        check_positive(vocab_size=vocab_size, embed_size=embed_size, num_hiddens=num_hiddens)
+        self.embedding = nn.Embedding(vocab_size, embed_size)
+        self.rnn = GRU(embed_size + num_hiddens, num_hiddens, num_layers, check_dropout(dropout))
+        self.dense = nn.Linear(num_hiddens, vocab_size)  # d2l: LazyLinear; same parameters
+        self.apply(init_seq2seq)
+
+    def init_state(self, enc_all_outputs: tuple[torch.Tensor, torch.Tensor], *args: Any) -> State:
+        outputs, hidden_state = enc_all_outputs  # (T, batch, H), (num_layers, batch, H)
+        rnn = self.rnn.rnn
+        expected = (
+            (rnn.num_layers, outputs.shape[1], rnn.hidden_size) if outputs.dim() == 3 else None
+        )
+        if outputs.shape[-1] != rnn.hidden_size or tuple(hidden_state.shape) != expected:
+            raise ValueError(
+                f"enc_all_outputs must be (outputs (num_steps, batch, {rnn.hidden_size}), state "
+                f"({rnn.num_layers}, batch, {rnn.hidden_size})); got {tuple(outputs.shape)} and "
+                f"{tuple(hidden_state.shape)}"
+            )
+        return [outputs, hidden_state]
+
+    def forward(self, X: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
+        enc_outputs, hidden_state = state  # (T, batch, H), (num_layers, batch, H)
+        X = check_token_ids(X, self.embedding.num_embeddings)  # (batch, num_steps)
+        if X.shape[0] != enc_outputs.shape[1]:
+            raise ValueError(f"X has batch {X.shape[0]}; the state {enc_outputs.shape[1]}")
+        embs = self.embedding(X.t())  # (num_steps, batch, embed_size)
+        # The same context at every step: the top layer's output after the last source token.
+        context = enc_outputs[-1].expand(embs.shape[0], -1, -1)  # (num_steps, batch, H)
+        outputs, hidden_state = self.rnn(torch.cat((embs, context), dim=-1), hidden_state)
+        outputs = self.dense(outputs).swapaxes(0, 1)  # (batch, num_steps, vocab_size)
+        return outputs, [enc_outputs, hidden_state]
+
+    def reorder_state(self, state: State, index: torch.Tensor) -> State:
+        """The state of batch rows ``index``, for beam search (both tensors are batch-second)."""
+        enc_outputs, hidden_state = state
+        return [enc_outputs[:, index], hidden_state[:, index]]
 
 
 class Seq2SeqAttentionDecoder(nn.Module):

@@ -11,7 +11,13 @@ from torch import nn
 
 from companion.attention import MultiHeadAttention
 from companion.decoding import beam_search, decode, greedy_decode
-from companion.seq2seq import EncoderDecoder, Seq2Seq, Seq2SeqAttentionDecoder, Seq2SeqEncoder
+from companion.seq2seq import (
+    EncoderDecoder,
+    Seq2Seq,
+    Seq2SeqAttentionDecoder,
+    Seq2SeqDecoder,
+    Seq2SeqEncoder,
+)
 
 BOS, EOS = 0, 1  # the toy models below use these ids
 
@@ -545,3 +551,117 @@ def test_beam_search_refuses_a_state_it_cannot_reorder():
     src = torch.zeros(2, 5, dtype=torch.long)
     with pytest.raises(ValueError, match="reorder_state"):
         beam_search(model, src, None, BOS, EOS, 3, beam_size=2)
+
+
+# --- The plain decoder (fixed context) --------------------------------------------------------
+
+
+def book_plain_decoder(d2l, vocab_size, embed_size, num_hiddens, num_layers, dropout=0):
+    """d2l's ``Seq2SeqDecoder`` as the book defines it (it is not in the d2l 1.0.3 package),
+    built from the package's own parts."""
+
+    class BookSeq2SeqDecoder(d2l.Decoder):
+        def __init__(self):
+            super().__init__()
+            self.embedding = nn.Embedding(vocab_size, embed_size)
+            self.rnn = d2l.GRU(embed_size + num_hiddens, num_hiddens, num_layers, dropout)
+            self.dense = nn.LazyLinear(vocab_size)
+            self.apply(d2l.init_seq2seq)
+
+        def init_state(self, enc_all_outputs, *args):
+            return enc_all_outputs
+
+        def forward(self, X, state):
+            embs = self.embedding(X.t().type(torch.int32))
+            enc_output, hidden_state = state
+            context = enc_output[-1]
+            context = context.repeat(embs.shape[0], 1, 1)
+            embs_and_context = torch.cat((embs, context), -1)
+            outputs, hidden_state = self.rnn(embs_and_context, hidden_state)
+            outputs = self.dense(outputs).swapaxes(0, 1)
+            return outputs, [enc_output, hidden_state]
+
+    return BookSeq2SeqDecoder()
+
+
+def plain_model(vocab_size=7, embed_size=8, num_hiddens=16, num_layers=2, seed=0):
+    torch.manual_seed(seed)
+    return EncoderDecoder(
+        Seq2SeqEncoder(vocab_size, embed_size, num_hiddens, num_layers),
+        Seq2SeqDecoder(vocab_size, embed_size, num_hiddens, num_layers),
+    ).eval()
+
+
+def test_plain_decoder_loads_the_books_state_dict_and_agrees(d2l):
+    vocab_size, embed_size, num_hiddens, num_layers = 9, 5, 7, 2
+    encoder = d2l.Seq2SeqEncoder(vocab_size, embed_size, num_hiddens, num_layers).eval()
+    theirs = book_plain_decoder(d2l, vocab_size, embed_size, num_hiddens, num_layers, 0.2)
+    ours = Seq2SeqDecoder(vocab_size, embed_size, num_hiddens, num_layers, dropout=0.2)
+    theirs.eval(), ours.eval()
+    src, valid_len = source_batch(vocab_size, batch_size=3, num_steps=6)
+    dec_X = torch.randint(0, vocab_size, (3, 4))
+    expected, expected_state = theirs(dec_X, theirs.init_state(encoder(src), valid_len))
+    ours.load_state_dict(theirs.state_dict(), strict=True)
+    theirs.load_state_dict(ours.state_dict(), strict=True)  # and back
+    outputs, state = ours(dec_X, ours.init_state(encoder(src), valid_len))
+    assert outputs.shape == (3, 4, vocab_size)
+    torch.testing.assert_close(outputs, expected, atol=1e-6, rtol=0)
+    for ours_part, theirs_part in zip(state, expected_state):  # [enc_outputs, hidden_state]
+        torch.testing.assert_close(ours_part, theirs_part, atol=1e-6, rtol=0)
+
+
+def test_plain_decoder_reads_one_fixed_context():
+    """Every step gets the encoder's last top-layer output, whatever the source length."""
+    model = plain_model(vocab_size=7, num_hiddens=6, num_layers=1)
+    src, valid_len = source_batch(7, batch_size=3, num_steps=5, seed=1)
+    enc_outputs, enc_state = model.encoder(src)
+    dec_X = torch.randint(0, 7, (3, 4))
+    decoder = model.decoder
+    logits, _ = decoder(dec_X, decoder.init_state((enc_outputs, enc_state), valid_len))
+    context = enc_outputs[-1]  # (batch, num_hiddens), the same at every step
+    inputs = torch.cat((decoder.embedding(dec_X.t()), context.expand(4, -1, -1)), -1)
+    outputs, _ = decoder.rnn.rnn(inputs, enc_state)  # (steps, batch, num_hiddens)
+    torch.testing.assert_close(logits, decoder.dense(outputs).transpose(0, 1))
+    # Step by step, as decoding runs it, gives what one teacher-forced pass gives.
+    state = decoder.init_state((enc_outputs, enc_state), valid_len)
+    steps = []
+    for t in range(4):
+        step, state = decoder(dec_X[:, t : t + 1], state)
+        steps.append(step)
+    torch.testing.assert_close(torch.cat(steps, dim=1), logits)
+
+
+def test_plain_decoder_rejects_bad_inputs():
+    with pytest.raises(ValueError, match="dropout"):
+        Seq2SeqDecoder(5, 4, 6, 2, dropout=1.0)
+    with pytest.raises(ValueError, match="num_hiddens"):
+        Seq2SeqDecoder(5, 4, 0, 1)
+    model = plain_model(vocab_size=5, num_hiddens=6, num_layers=2)
+    enc_outputs, enc_state = model.encoder(torch.tensor([[2, 3, 4]]))
+    with pytest.raises(ValueError, match=r"enc_all_outputs must be"):
+        model.decoder.init_state((enc_outputs, enc_state[-1]), None)
+    state = model.decoder.init_state((enc_outputs, enc_state), None)
+    with pytest.raises(ValueError, match="batch"):
+        model.decoder(torch.tensor([[1], [1]]), state)
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        model.decoder(torch.tensor([[5]]), state)
+
+
+def test_plain_decoder_decodes_greedy_and_beam():
+    """Decoding works with the time-major state: beam size 1 is greedy, each example decodes as
+    if alone, and a beam as wide as all sequences finds the exhaustive optimum."""
+    model = plain_model(vocab_size=4, num_hiddens=8, seed=2)
+    src, valid_len = source_batch(4, batch_size=3, num_steps=5, seed=6)
+    greedy = greedy_decode(model, src, valid_len, BOS, EOS, num_steps=3)
+    beam_one = beam_search(model, src, valid_len, BOS, EOS, num_steps=3, beam_size=1)
+    assert beam_one.tokens == greedy.tokens
+    assert beam_one.scores == pytest.approx(greedy.scores, abs=1e-5)
+    for i in range(3):
+        alone = greedy_decode(model, src[i : i + 1], valid_len[i : i + 1], BOS, EOS, 3)
+        assert alone.tokens[0] == greedy.tokens[i]
+    beam = beam_search(model, src, valid_len, BOS, EOS, num_steps=3, beam_size=4**3)
+    for tokens, score, (_, best_score, best_tokens) in zip(
+        beam.tokens, beam.scores, brute_force(model, src, valid_len, 3)
+    ):
+        assert tokens == best_tokens
+        assert score == pytest.approx(best_score, abs=1e-5)

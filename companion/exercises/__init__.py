@@ -5,7 +5,29 @@ A checker runs the student's function on fresh random inputs against the referen
 such as a wrong softmax axis, or the first differing position). It returns ``True`` on a pass.
 """
 
+from companion.exercises.bahdanau import check_bahdanau_context, check_length_normalized_scores
 from companion.exercises.core import check
+from companion.exercises.efficient import check_causal_linear_attention, check_linear_attention
+from companion.exercises.multihead import check_merge_heads, check_split_heads
 from companion.exercises.pooling import check_gaussian_weights, check_laplace_pooling
+from companion.exercises.positional import check_rotation_matrix, check_sinusoidal_encoding
+from companion.exercises.scoring import check_masked_softmax, check_scaled_dot_product
+from companion.exercises.self_attention import check_graph_attention_mask, check_self_attention
 
-__all__ = ["check", "check_gaussian_weights", "check_laplace_pooling"]
+__all__ = [
+    "check",
+    "check_bahdanau_context",
+    "check_causal_linear_attention",
+    "check_gaussian_weights",
+    "check_graph_attention_mask",
+    "check_laplace_pooling",
+    "check_length_normalized_scores",
+    "check_linear_attention",
+    "check_masked_softmax",
+    "check_merge_heads",
+    "check_rotation_matrix",
+    "check_scaled_dot_product",
+    "check_self_attention",
+    "check_sinusoidal_encoding",
+    "check_split_heads",
+]

@@ -1,0 +1,329 @@
+"""Linear attention, and what attention costs in memory (chapter 8, efficient attention).
+
+**Linear attention** (Katharopoulos et al., 2020, "Transformers are RNNs") replaces the
+softmax's similarity ``exp(q . k / sqrt(d))`` by a kernel ``phi(q) . phi(k)`` with positive
+features ``phi(x) = elu(x) + 1``. Output ``i`` is then
+
+    V'_i = sum_j phi(q_i)^T phi(k_j) v_j / sum_j phi(q_i)^T phi(k_j)
+         = phi(q_i)^T S / phi(q_i)^T z,   S = sum_j phi(k_j) v_j^T  (d_k, d_v),
+                                           z = sum_j phi(k_j)        (d_k,)
+
+In matrix form, ``(phi(Q) phi(K)^T) V`` (an ``n x n`` matrix first: O(n^2 d) time and O(n^2)
+memory) is reordered into ``phi(Q) (phi(K)^T V)`` (a ``d_k x d_v`` matrix first: O(n d_k d_v)
+time, no ``n x n`` matrix at all). With a causal mask each query sums over a prefix of the keys,
+and the sums become a recurrence, an RNN whose hidden state is ``(S_i, z_i)``:
+
+    S_i = S_{i-1} + phi(k_i) v_i^T,   z_i = z_{i-1} + phi(k_i),
+    V'_i = phi(q_i)^T S_i / phi(q_i)^T z_i.
+
+:class:`LinearAttention` follows the conventions of ``companion.attention``'s dot-product
+layers: inputs ``(batch, steps, features)`` or ``(batch, heads, steps, features)``, optional
+``valid_lens`` that mask keys, a keyword-only ``causal``, and ``need_weights=True`` for an
+explicit path that builds and keeps the ``(queries, keys)`` weights for heatmaps.
+
+:func:`peak_memory` measures how much memory one forward pass of an attention layer needs, the
+way ``python -m companion.bench attention`` does: in a fresh process, from the growth of its
+resident set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from companion.attention import (
+    DotProductAttention,
+    _check_qkv,
+    _check_valid_lens,
+    _shapes,
+    attention_mask,
+)
+
+IMPLEMENTATIONS = ("explicit", "fused", "linear")
+MIB = 2**20
+
+
+def feature_map(x: torch.Tensor) -> torch.Tensor:
+    """``phi(x) = elu(x) + 1``: positive everywhere, so no normaliser can be zero or negative.
+
+    Computed as ``exp(min(x, 0)) + max(x, 0)``, the same function (``x + 1`` for ``x > 0``,
+    ``exp(x)`` otherwise): written as ``elu(x) + 1`` it rounds to exactly 0 in float32 once
+    ``exp(x)`` drops below the float's resolution near -1 (``x < -17`` or so), and a query or
+    key made of such features would be ignored. The clamp keeps ``exp`` finite for large ``x``.
+    """
+    return torch.exp(x.clamp(max=0)) + F.relu(x)
+
+
+class RecurrentState(NamedTuple):
+    """The hidden state of causal linear attention after ``i`` steps."""
+
+    S: torch.Tensor  # (batch, [heads,] d_k, d_v): sum of phi(k_j) v_j^T over j <= i
+    z: torch.Tensor  # (batch, [heads,] d_k): sum of phi(k_j) over j <= i
+
+
+def _divide(numerator: torch.Tensor, denominator: torch.Tensor) -> torch.Tensor:
+    """``numerator / denominator``, with 0 where the denominator is 0.
+
+    With positive features the denominator is 0 only for a query that sees no key at all, and
+    then the numerator is 0 as well: that query gets a zero output, as in companion.attention.
+    """
+    return numerator / denominator.masked_fill(denominator == 0, 1.0)
+
+
+class LinearAttention(nn.Module):
+    """Linear attention (chapter 8; Katharopoulos et al., 2020):
+
+        V' = phi(Q) (phi(K)^T V) / (phi(Q) (phi(K)^T 1)),   phi(x) = elu(x) + 1
+
+    with ``Q`` of shape ``(batch, queries, d_k)``, ``K`` of ``(batch, keys, d_k)`` and ``V`` of
+    ``(batch, keys, d_v)``; a heads axis after the batch is allowed. There is no ``1/sqrt(d)``
+    scale: the feature map replaces the exponential. There is no dropout either, since the
+    linear path never forms the weights it would drop.
+
+    ``valid_lens`` of shape ``(batch,)`` or ``(batch, queries)`` keeps only the first
+    ``valid_lens`` keys, as in :func:`companion.attention.attention_mask`; ``causal=True`` lets
+    query ``i`` see keys ``0..i`` only. A query with no valid key gets a zero output.
+
+    Paths: by default the linear path runs, in O(n d_k d_v) time. Without a mask, or with one
+    length per batch row, it keeps only the ``(d_k, d_v)`` sums; causal or per-query lengths
+    make it keep one prefix sum per key (O(n d_k d_v) memory, still no ``n x n`` matrix). With
+    ``need_weights=True`` the explicit path builds the ``(queries, keys)`` weights
+    ``phi(q_i)^T phi(k_j) / sum_j' phi(q_i)^T phi(k_j')``, O(n^2), and keeps them in
+    ``attention_weights``. :meth:`step` is the recurrent form, one step at a time.
+    """
+
+    def __init__(self, *, need_weights: bool = False) -> None:
+        super().__init__()
+        self.need_weights = need_weights
+        self._attention_weights: torch.Tensor | None = None
+
+    @property
+    def attention_weights(self) -> torch.Tensor:
+        """The ``(batch, [heads,] queries, keys)`` weights of the last explicit forward pass."""
+        if self._attention_weights is None:
+            raise RuntimeError(
+                "no attention weights were kept: the linear path never forms them. Construct "
+                "the layer with need_weights=True to get them (at O(n^2) cost)"
+            )
+        return self._attention_weights
+
+    def forward(
+        self,
+        queries: torch.Tensor,
+        keys: torch.Tensor,
+        values: torch.Tensor,
+        valid_lens: torch.Tensor | None = None,
+        *,
+        causal: bool = False,
+    ) -> torch.Tensor:
+        _check_qkv(queries, keys, values, ranks=(3, 4))
+        if queries.shape[-1] != keys.shape[-1]:
+            raise ValueError(
+                "queries and keys must have the same feature size d_k for linear attention; "
+                f"got {_shapes(queries=queries, keys=keys)}"
+            )
+        if self.need_weights:  # explicit path: the n x n similarities, normalised per query
+            scores_shape = (*queries.shape[:-1], keys.shape[-2])  # (batch, [heads,] n_q, n_k)
+            mask = attention_mask(valid_lens, scores_shape, causal, queries.device)
+            similarity = feature_map(queries) @ feature_map(keys).transpose(-2, -1)
+            if mask is not None:
+                similarity = similarity * mask  # a masked key adds nothing
+            weights = _divide(similarity, similarity.sum(dim=-1, keepdim=True))
+            self._attention_weights = weights  # (..., n_q, n_k)
+            return weights @ values  # (..., n_q, d_v)
+
+        self._attention_weights = None
+        batch_size, num_queries, num_keys = queries.shape[0], queries.shape[-2], keys.shape[-2]
+        if valid_lens is not None:
+            _check_valid_lens(valid_lens, batch_size, num_queries, num_keys)
+            valid_lens = valid_lens.to(queries.device)
+        phi_q, phi_k = feature_map(queries), feature_map(keys)  # (..., n_q or n_k, d_k)
+        if causal or (valid_lens is not None and valid_lens.dim() == 2):
+            # Every query sees a prefix of the keys: how long is each one? (batch or 1, n_q)
+            limits = torch.full((1, num_queries), num_keys, device=queries.device)
+            if valid_lens is not None:
+                lens = valid_lens[:, None] if valid_lens.dim() == 1 else valid_lens
+                limits = torch.minimum(limits, lens)
+            if causal:  # query i sees keys 0..i
+                limits = limits.clamp(max=torch.arange(1, num_queries + 1, device=queries.device))
+            if queries.dim() == 4:
+                limits = limits.unsqueeze(1)  # (batch or 1, 1, n_q): the same for every head
+            return self._prefix_form(phi_q, phi_k, values, limits)
+        if valid_lens is not None:  # the same keys for every query of a batch row
+            keep = torch.arange(num_keys, device=queries.device) < valid_lens[:, None]
+            keep = keep.to(phi_k.dtype)[..., None]  # (batch, n_k, 1)
+            phi_k = phi_k * (keep.unsqueeze(1) if keys.dim() == 4 else keep)  # masked keys: 0
+        S = phi_k.transpose(-2, -1) @ values  # (..., d_k, d_v): sum_j phi(k_j) v_j^T
+        z = phi_k.sum(dim=-2, keepdim=True).transpose(-2, -1)  # (..., d_k, 1): sum_j phi(k_j)
+        return _divide(phi_q @ S, phi_q @ z)  # (..., n_q, d_v) / (..., n_q, 1)
+
+    @staticmethod
+    def _prefix_form(
+        phi_q: torch.Tensor, phi_k: torch.Tensor, values: torch.Tensor, limits: torch.Tensor
+    ) -> torch.Tensor:
+        """Query ``i`` sees the first ``limits[..., i]`` keys: take the running sums S_j, z_j
+        over the keys and give each query the ones at the end of its prefix. O(n d_k d_v)
+        memory for the n running sums, and no n x n matrix."""
+        # Running sums, the empty prefix first: (..., n_k + 1, d_k, d_v) and (..., n_k + 1, d_k)
+        S = (phi_k.unsqueeze(-1) * values.unsqueeze(-2)).cumsum(dim=-3)
+        S = torch.cat([torch.zeros_like(S[..., :1, :, :]), S], dim=-3)
+        z = torch.cat([torch.zeros_like(phi_k[..., :1, :]), phi_k.cumsum(dim=-2)], dim=-2)
+        limits = limits.expand(phi_q.shape[:-1])  # (..., n_q)
+        S_q = torch.gather(S, -3, limits[..., None, None].expand(*limits.shape, *S.shape[-2:]))
+        z_q = torch.gather(z, -2, limits[..., None].expand(*limits.shape, z.shape[-1]))
+        numerator = (phi_q.unsqueeze(-2) @ S_q).squeeze(-2)  # (..., n_q, d_v)
+        denominator = (phi_q * z_q).sum(dim=-1, keepdim=True)  # (..., n_q, 1)
+        return _divide(numerator, denominator)
+
+    def step(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        state: RecurrentState | None = None,
+    ) -> tuple[torch.Tensor, RecurrentState]:
+        """One step of causal linear attention as an RNN: add ``phi(key) value^T`` to ``S`` and
+        ``phi(key)`` to ``z``, then read out ``phi(query)^T S / phi(query)^T z``.
+
+        ``query`` and ``key`` are ``(batch, [heads,] d_k)``, ``value`` is ``(batch, [heads,]
+        d_v)``; ``state`` is the previous :class:`RecurrentState`, or ``None`` at the first
+        step. Returns the ``(batch, [heads,] d_v)`` output and the new state. The cost of a step
+        does not depend on how many came before.
+        """
+        tensors = {"query": query, "key": key, "value": value}
+        if any(t.dim() not in (2, 3) for t in tensors.values()) or not (
+            query.shape[:-1] == key.shape[:-1] == value.shape[:-1]
+        ):
+            raise ValueError(
+                "query, key and value must be (batch, features) or (batch, heads, features) "
+                f"with the same leading axes; got {_shapes(**tensors)}"
+            )
+        if query.shape[-1] != key.shape[-1]:
+            raise ValueError(
+                f"query and key must have the same feature size d_k; got {_shapes(**tensors)}"
+            )
+        phi_q, phi_k = feature_map(query), feature_map(key)  # (..., d_k)
+        S_step = phi_k.unsqueeze(-1) * value.unsqueeze(-2)  # (..., d_k, d_v): phi(k) v^T
+        if state is None:
+            state = RecurrentState(torch.zeros_like(S_step), torch.zeros_like(phi_k))
+        elif state.S.shape != S_step.shape or state.z.shape != phi_k.shape:
+            raise ValueError(
+                f"state must hold S of shape {tuple(S_step.shape)} and z of shape "
+                f"{tuple(phi_k.shape)}; got {_shapes(S=state.S, z=state.z)}"
+            )
+        state = RecurrentState(state.S + S_step, state.z + phi_k)
+        numerator = (phi_q.unsqueeze(-2) @ state.S).squeeze(-2)  # (..., d_v)
+        denominator = (phi_q * state.z).sum(dim=-1, keepdim=True)  # (..., 1)
+        return _divide(numerator, denominator), state
+
+    def recurrent(
+        self, queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor
+    ) -> torch.Tensor:
+        """Causal linear attention computed one step at a time with :meth:`step`: the same
+        numbers as ``forward(queries, keys, values, causal=True)`` for self-attention, where
+        queries and keys have the same number of steps."""
+        _check_qkv(queries, keys, values, ranks=(3, 4))
+        if queries.shape[-2] != keys.shape[-2]:
+            raise ValueError(
+                "the recurrent form needs one query per key (self-attention); got "
+                f"{_shapes(queries=queries, keys=keys)}"
+            )
+        outputs, state = [], None
+        for t in range(queries.shape[-2]):
+            output, state = self.step(queries[..., t, :], keys[..., t, :], values[..., t, :], state)
+            outputs.append(output)  # (batch, [heads,] d_v)
+        if not outputs:
+            return values.new_zeros(*queries.shape[:-1], values.shape[-1])
+        return torch.stack(outputs, dim=-2)  # (batch, [heads,] n, d_v)
+
+
+# ---------------------------------------------------------------------------------------------
+# Peak memory of one forward pass, measured as companion.bench measures it.
+
+
+def attention_layer(implementation: str) -> nn.Module:
+    """The layer behind each name of :data:`IMPLEMENTATIONS`: ``"explicit"`` is
+    ``DotProductAttention(need_weights=True)``, ``"fused"`` its default (fused) path and
+    ``"linear"`` :class:`LinearAttention`."""
+    if implementation == "explicit":
+        return DotProductAttention(0.0, need_weights=True)
+    if implementation == "fused":
+        return DotProductAttention(0.0)
+    if implementation == "linear":
+        return LinearAttention()
+    raise ValueError(f"implementation must be one of {IMPLEMENTATIONS}; got {implementation!r}")
+
+
+def _peak_memory_worker(
+    implementations: Sequence[str], lengths: Sequence[int], batch: int, heads: int, head_size: int
+) -> dict[str, dict[str, float | None]]:
+    """Runs in the fresh process that :func:`peak_memory` starts."""
+    from companion.bench.attention import _memory_probe, _synchronize
+    from companion.bench.common import set_threads
+    from companion.device import get_device
+
+    device = get_device()
+    set_threads(device)
+    probe = _memory_probe(device)
+    results: dict[str, dict[str, float | None]] = {name: {} for name in implementations}
+    with torch.no_grad():
+        for n in lengths:
+            generator = torch.Generator().manual_seed(n)
+            Q, K, V = torch.randn(3, batch, heads, n, head_size, generator=generator).unbind(0)
+            Q, K, V = Q.to(device), K.to(device), V.to(device)  # (batch, heads, n, head_size)
+            for name in implementations:
+                layer = attention_layer(name).to(device)
+                layer(Q, K, V)  # warm-up: one-time buffers and thread pools
+                _synchronize(device)
+                probe.start()
+                layer(Q, K, V)
+                _synchronize(device)
+                results[name][str(n)] = probe.peak() / MIB if probe.available else None
+                del layer  # frees what it keeps, such as attention_weights
+    return results
+
+
+def peak_memory(
+    implementations: Sequence[str] = IMPLEMENTATIONS,
+    lengths: Sequence[int] = (512, 1024, 2048),
+    *,
+    batch: int = 1,
+    heads: int = 8,
+    head_size: int = 64,
+) -> dict[str, dict[int, float | None]]:
+    """Peak memory, in MiB, of one forward pass (no gradients) of each attention layer on
+    self-attention inputs ``(batch, heads, n, head_size)``, for each ``n`` in ``lengths``.
+
+    Measured as ``python -m companion.bench attention`` does (see its docstring): in a fresh
+    Python process, where each layer runs once as a warm-up and then once more between
+    ``probe.start()`` and ``probe.peak()``. On the CPU that is the growth of the resident set
+    over the call (``VmHWM`` after it minus ``VmRSS`` before), with glibc told to hand every
+    freed block of 64 KiB or more straight back, so that nothing from an earlier call hides
+    the peak; on CUDA it is ``max_memory_allocated``. The inputs are allocated before and are
+    not counted. Where it cannot be measured (macOS, MPS) the value is ``None``.
+    """
+    for name in implementations:
+        attention_layer(name)  # a clear ValueError for an unknown name, here and not in a child
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    env["MALLOC_MMAP_THRESHOLD_"] = "65536"
+    arguments = (list(implementations), list(lengths), batch, heads, head_size)
+    code = (
+        "import json\n"
+        "from companion.efficient import _peak_memory_worker\n"
+        f"print(json.dumps(_peak_memory_worker(*{arguments!r})))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True, check=True
+    )
+    measured = json.loads(completed.stdout.strip().splitlines()[-1])
+    return {name: {int(n): mib for n, mib in row.items()} for name, row in measured.items()}

@@ -1,0 +1,182 @@
+"""Checkers for chapter 2, attention scoring functions.
+
+``check_masked_softmax`` checks a masked softmax with ``valid_lens`` of shape ``(batch,)`` and
+``(batch, queries)``; ``check_scaled_dot_product`` checks scaled dot-product attention with a
+padding mask. Both name the usual mistakes: the wrong softmax axis, a missing or misplaced mask,
+a missing or wrong scale.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from companion.attention import masked_softmax
+from companion.exercises.core import Inputs, check, named_like
+
+BATCH, QUERIES, KEYS = 2, 4, 6  # queries != keys, so a swapped axis shows in the shapes
+FEATURES, VALUE_FEATURES = 16, 3  # d = 16: sqrt(d) = 4 and d differ, and neither is 3, 4 or 6
+NEGATIVE = -1e6  # what the mistakes fill masked scores with, as d2l does
+
+WRONG_AXIS = "softmax over the wrong axis: normalise each query's scores over the keys (dim=-1)"
+NOT_MASKED = (
+    "padding not masked: keys at positions >= valid_lens must get weight 0, so set their "
+    "scores to a large negative number (such as -1e6) before the softmax"
+)
+MASKED_WITH_ZERO = (
+    "masked scores were set to 0, but a score of 0 still gets weight after the softmax: "
+    "fill them with a large negative number such as -1e6"
+)
+MASKED_AFTER = (
+    "the mask was applied after the softmax: the weights of the valid keys no longer sum to 1. "
+    "Mask the scores, then take the softmax"
+)
+PER_QUERY_IGNORED = (
+    "valid_lens per query ignored: with valid_lens of shape (batch, queries), query i of batch "
+    "row b keeps its own first valid_lens[b, i] keys"
+)
+
+
+def _keep(valid_lens: torch.Tensor, num_queries: int, num_keys: int) -> torch.Tensor:
+    """True where a query may attend to a key: ``(batch, queries or 1, keys)``."""
+    lens = valid_lens[:, None] if valid_lens.dim() == 1 else valid_lens  # (batch, 1 or queries)
+    return torch.arange(num_keys) < lens[..., None]
+
+
+def _softmax_variant(
+    X: torch.Tensor,
+    valid_lens: torch.Tensor,
+    *,
+    axis: int = -1,
+    fill: float | None = NEGATIVE,
+    after: bool = False,
+) -> torch.Tensor:
+    """A masked softmax, right or wrong: ``fill=None`` skips the mask, ``after`` zeroes the
+    weights of masked keys after an unmasked softmax instead of masking the scores."""
+    keep = _keep(valid_lens, X.shape[1], X.shape[2])
+    if after:
+        return torch.softmax(X, dim=axis) * keep
+    if fill is not None:
+        X = X.masked_fill(~keep, fill)
+    return torch.softmax(X, dim=axis)
+
+
+def _one_length_per_row(valid_lens: torch.Tensor, pick: str) -> torch.Tensor:
+    """The mistake of reducing ``(batch, queries)`` lengths to one length per batch row."""
+    if valid_lens.dim() == 1:
+        return valid_lens
+    return valid_lens[:, 0] if pick == "first" else valid_lens.max(dim=1).values
+
+
+def _valid_lens(generator: torch.Generator, two_d: bool) -> torch.Tensor:
+    shape = (BATCH, QUERIES) if two_d else (BATCH,)
+    # 1 to KEYS - 1: every query has a valid key and at least one padded one.
+    return torch.randint(1, KEYS, shape, generator=generator)
+
+
+def _masked_softmax_inputs(generator: torch.Generator) -> Inputs:
+    # Even trials use valid_lens of shape (batch,), odd ones (batch, queries): both must work.
+    two_d = generator.initial_seed() % 2 == 1
+    X = 2 * torch.randn(BATCH, QUERIES, KEYS, generator=generator)  # scores
+    return X, _valid_lens(generator, two_d)
+
+
+def _cloning(student_fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    """Give the student copies, so that an in-place fill cannot change the inputs that the
+    checker then hands to the known mistakes."""
+    return named_like(lambda *inputs: student_fn(*(t.clone() for t in inputs)), student_fn)
+
+
+def check_masked_softmax(student_fn: Callable[..., torch.Tensor]) -> bool:
+    """Chapter 2: ``student_fn(X, valid_lens)`` returns the softmax of the scores ``X``
+    ``(batch, queries, keys)`` over the keys, with weight 0 on every key at a position
+    ``>= valid_lens``. ``valid_lens`` has shape ``(batch,)`` (one length per batch row) or
+    ``(batch, queries)`` (one per query), and is at least 1."""
+    return check(
+        _cloning(student_fn),
+        masked_softmax,
+        _masked_softmax_inputs,
+        mistakes=[
+            (lambda X, v: _softmax_variant(X, v, axis=1), WRONG_AXIS),
+            (lambda X, v: _softmax_variant(X, v, axis=1, fill=None), WRONG_AXIS),
+            (lambda X, v: _softmax_variant(X, v, fill=None), NOT_MASKED),
+            (lambda X, v: _softmax_variant(X, v, fill=0.0), MASKED_WITH_ZERO),
+            (lambda X, v: _softmax_variant(X, v, after=True), MASKED_AFTER),
+            (lambda X, v: _softmax_variant(X, _one_length_per_row(v, "first")), PER_QUERY_IGNORED),
+            (lambda X, v: _softmax_variant(X, _one_length_per_row(v, "max")), PER_QUERY_IGNORED),
+        ],
+    )
+
+
+def _dot_product_inputs(generator: torch.Generator) -> Inputs:
+    queries = torch.randn(BATCH, QUERIES, FEATURES, generator=generator)  # (batch, queries, d)
+    keys = torch.randn(BATCH, KEYS, FEATURES, generator=generator)  # (batch, keys, d)
+    values = torch.randn(BATCH, KEYS, VALUE_FEATURES, generator=generator)  # (batch, keys, v)
+    return queries, keys, values, _valid_lens(generator, two_d=False)
+
+
+def _scaled_dot_product(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    valid_lens: torch.Tensor,
+    *,
+    scale: float | None = None,
+    axis: int = -1,
+    mask: bool = True,
+) -> torch.Tensor:
+    """softmax(Q K^T / scale) V, right (the defaults: scale sqrt(d)) or wrong."""
+    scale = math.sqrt(queries.shape[-1]) if scale is None else scale
+    scores = queries @ keys.transpose(1, 2) / scale  # (batch, queries, keys)
+    weights = _softmax_variant(scores, valid_lens, axis=axis, fill=NEGATIVE if mask else None)
+    return weights @ values  # (batch, queries, value features)
+
+
+def _reference_dot_product(queries, keys, values, valid_lens) -> torch.Tensor:
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(queries.shape[-1])
+    return masked_softmax(scores, valid_lens) @ values
+
+
+def check_scaled_dot_product(student_fn: Callable[..., torch.Tensor]) -> bool:
+    """Chapter 2: ``student_fn(queries, keys, values, valid_lens)`` returns
+    ``softmax(Q K^T / sqrt(d)) V`` of shape ``(batch, queries, value features)``, where keys at
+    positions ``>= valid_lens`` (shape ``(batch,)``) get weight 0. Queries and keys have ``d``
+    features; values may have another number."""
+    wrong_size = (
+        "the scale uses the wrong size: d is the feature size that queries and keys share, "
+        "queries.shape[-1]"
+    )
+    return check(
+        _cloning(student_fn),
+        _reference_dot_product,
+        _dot_product_inputs,
+        mistakes=[
+            (
+                lambda q, k, v, lens: _scaled_dot_product(q, k, v, lens, scale=1.0),
+                "missing scale: divide the scores Q K^T by sqrt(d) before the softmax",
+            ),
+            (
+                lambda q, k, v, lens: _scaled_dot_product(q, k, v, lens, scale=q.shape[-1]),
+                "divided by d instead of sqrt(d): the scores are now too flat",
+            ),
+            (
+                lambda q, k, v, lens: _scaled_dot_product(q, k, v, lens, scale=v.shape[-1] ** 0.5),
+                wrong_size,
+            ),
+            (
+                lambda q, k, v, lens: _scaled_dot_product(q, k, v, lens, scale=k.shape[1] ** 0.5),
+                wrong_size,
+            ),
+            (lambda q, k, v, lens: _scaled_dot_product(q, k, v, lens, axis=1), WRONG_AXIS),
+            (
+                lambda q, k, v, lens: _scaled_dot_product(q, k, v, lens, axis=1, mask=False),
+                WRONG_AXIS,
+            ),
+            (
+                lambda q, k, v, lens: _scaled_dot_product(q, k, v, lens, mask=False),
+                "mask missing: keys at positions >= valid_lens must get weight 0",
+            ),
+        ],
+    )

@@ -1,0 +1,122 @@
+"""Checkers for chapter 4, self-attention."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from companion.exercises.core import Inputs, check, named_like
+
+
+def _self_attention_inputs(generator: torch.Generator) -> Inputs:
+    # Four different sizes, so that a mixed-up width shows up as a shape or a scale.
+    n, d, d_k, d_v = 5, 6, 4, 3
+    X = torch.randn(n, d, generator=generator)  # (n, d)
+    W_q = torch.randn(d, d_k, generator=generator) / math.sqrt(d)  # (d, d_k)
+    W_k = torch.randn(d, d_k, generator=generator) / math.sqrt(d)  # (d, d_k)
+    W_v = torch.randn(d, d_v, generator=generator) / math.sqrt(d)  # (d, d_v)
+    return X, W_q, W_k, W_v
+
+
+def _self_attention(X, W_q, W_k, W_v, scale="sqrt_dk", axis=-1, transposed=False):
+    Q, K, V = X @ W_q, X @ W_k, X @ W_v  # (n, d_k), (n, d_k), (n, d_v)
+    scores = K @ Q.T if transposed else Q @ K.T  # (n queries, n keys)
+    divisor = {
+        "sqrt_dk": math.sqrt(Q.shape[-1]),
+        "none": 1.0,
+        "dk": Q.shape[-1],
+        "sqrt_d": math.sqrt(X.shape[-1]),
+    }[scale]
+    return torch.softmax(scores / divisor, dim=axis) @ V  # (n, d_v)
+
+
+def check_self_attention(student_fn: Callable[..., torch.Tensor]) -> bool:
+    """Chapter 4: ``student_fn(X, W_q, W_k, W_v)`` returns the ``(n, d_v)`` outputs of
+    single-head self-attention, ``softmax(Q K^T / sqrt(d_k)) V`` with ``Q = X W_q``,
+    ``K = X W_k`` and ``V = X W_v``, for ``X`` of shape ``(n, d)``."""
+    return check(
+        student_fn,
+        _self_attention,
+        _self_attention_inputs,
+        mistakes=[
+            (
+                lambda X, q, k, v: _self_attention(X, q, k, v, scale="none"),
+                "the scores are not scaled: divide Q K^T by sqrt(d_k) before the softmax",
+            ),
+            (
+                lambda X, q, k, v: _self_attention(X, q, k, v, scale="dk"),
+                "divide the scores by sqrt(d_k), not by d_k",
+            ),
+            (
+                lambda X, q, k, v: _self_attention(X, q, k, v, scale="sqrt_d"),
+                "the scale uses the width d of X; use d_k, the width of the queries and keys",
+            ),
+            (
+                lambda X, q, k, v: _self_attention(X, q, k, v, axis=0),
+                "softmax over the wrong axis: each row (one query) must sum to 1 over the keys",
+            ),
+            (
+                lambda X, q, k, v: _self_attention(X, q, k, v, transposed=True),
+                "the scores are transposed (K Q^T): row i must hold query i against every key, "
+                "Q K^T",
+            ),
+        ],
+    )
+
+
+def _graph_inputs(generator: torch.Generator) -> Inputs:
+    n = 7
+    adjacency = (torch.rand(n, n, generator=generator) < 0.3).float()  # (n, n), directed
+    adjacency.fill_diagonal_(0.0)  # self-loops are the student's job
+    return (adjacency,)
+
+
+def _graph_mask(adjacency, transposed=False, self_loops=True):
+    edges = adjacency.bool()
+    mask = edges if transposed else edges.T  # mask[j, i]: node j attends to node i
+    if self_loops:
+        mask = mask | torch.eye(len(adjacency), dtype=torch.bool)
+    return mask.float()  # the checker compares numbers; the student returns booleans
+
+
+def check_graph_attention_mask(student_fn: Callable[..., torch.Tensor]) -> bool:
+    """Chapter 4: ``student_fn(adjacency)`` returns the ``(n, n)`` boolean attention mask of a
+    directed graph. ``adjacency[i, j] = 1`` when there is an edge from node ``i`` to node ``j``;
+    ``mask[j, i]`` is True when node ``j`` (the query) may attend to node ``i`` (a key): along
+    an edge into ``j``, or to itself."""
+
+    def as_numbers(mask_fn):  # booleans required; then compared as 0/1
+        def wrapped(adjacency):
+            mask = mask_fn(adjacency)
+            if isinstance(mask, torch.Tensor) and mask.dtype != torch.bool:
+                raise TypeError(
+                    f"the mask must be a bool tensor (True where attention is allowed); "
+                    f"got {mask.dtype}"
+                )
+            return mask.float() if isinstance(mask, torch.Tensor) else mask
+
+        return named_like(wrapped, mask_fn)
+
+    return check(
+        as_numbers(student_fn),
+        _graph_mask,
+        _graph_inputs,
+        mistakes=[
+            (
+                lambda a: _graph_mask(a, self_loops=False),
+                "self-loops are missing: every node must also attend to itself (add the "
+                "identity), or a node with no incoming edge has nothing to attend to",
+            ),
+            (
+                lambda a: _graph_mask(a, transposed=True),
+                "the mask is transposed: an edge i -> j lets node j (the query, a row) attend "
+                "to node i (a column), so use adjacency.T",
+            ),
+            (
+                lambda a: _graph_mask(a, transposed=True, self_loops=False),
+                "the mask is transposed (use adjacency.T) and the self-loops are missing",
+            ),
+        ],
+    )

@@ -1,0 +1,122 @@
+"""The chapter 8 checkers pass correct answers and name typical mistakes."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from companion.efficient import LinearAttention
+from companion.exercises.efficient import check_causal_linear_attention, check_linear_attention
+
+
+def phi(x):
+    return F.elu(x) + 1
+
+
+def linear_attention(queries, keys, values, phi_q=phi, phi_k=phi, normalise=True):
+    S = phi_k(keys).transpose(1, 2) @ values  # (batch, d_k, d_v)
+    z = phi_k(keys).sum(dim=1)  # (batch, d_k)
+    numerator = phi_q(queries) @ S  # (batch, n_q, d_v)
+    if not normalise:
+        return numerator
+    return numerator / (phi_q(queries) @ z[..., None])
+
+
+def causal_linear_attention(queries, keys, values, past="inclusive", normaliser="causal"):
+    S = (phi(keys)[..., None] * values[..., None, :]).cumsum(dim=1)  # (batch, n, d_k, d_v)
+    z = phi(keys).cumsum(dim=1)  # (batch, n, d_k)
+    if past == "all":
+        S, z = S[:, -1:].expand_as(S), z[:, -1:].expand_as(z)
+    if normaliser == "all":
+        z = z[:, -1:].expand_as(z)
+    numerator = (phi(queries)[:, :, None, :] @ S).squeeze(2)  # (batch, n, d_v)
+    if normaliser == "none":
+        return numerator
+    return numerator / (phi(queries) * z).sum(dim=-1, keepdim=True)
+
+
+def test_linear_attention_passes(capsys):
+    assert check_linear_attention(linear_attention)
+    assert capsys.readouterr().out.startswith("pass: linear_attention matches the reference")
+    assert check_linear_attention(lambda q, k, v: LinearAttention()(q, k, v))
+    assert capsys.readouterr().out.startswith("pass")
+
+
+def test_linear_attention_hints(capsys):
+    cases = [
+        (lambda q, k, v: linear_attention(q, k, v, normalise=False), "normaliser is missing"),
+        (lambda q, k, v: linear_attention(q, k, v, phi_k=lambda x: x), "not applied to the keys"),
+        (lambda q, k, v: linear_attention(q, k, v, phi_q=lambda x: x), "not applied to the quer"),
+        (
+            lambda q, k, v: linear_attention(q, k, v, phi_q=F.elu, phi_k=F.elu),
+            "elu alone goes negative",
+        ),
+        # relu features can all be 0: a query then divides 0 by 0
+        (lambda q, k, v: linear_attention(q, k, v, phi_q=F.relu, phi_k=F.relu), "NaN at position"),
+        (lambda q, k, v: F.scaled_dot_product_attention(q, k, v), "that is softmax attention"),
+        (lambda q, k, v: linear_attention(q, k, v)[:, :, :2], "shape: expected (2, 5, 3)"),
+        (lambda q, k, v: linear_attention(q, k, v) + 0.1, "values differ first at position"),
+    ]
+    for wrong, hint in cases:
+        assert not check_linear_attention(wrong)
+        out = capsys.readouterr().out
+        assert hint in out, (hint, out)
+
+
+def test_linear_attention_in_the_quadratic_order_is_caught(capsys):
+    def quadratic(queries, keys, values):
+        similarity = phi(queries) @ phi(keys).transpose(1, 2)  # (batch, n_q, n_k)
+        return similarity / similarity.sum(dim=-1, keepdim=True) @ values
+
+    assert not check_linear_attention(quadratic)
+    assert "the values are right, but in the quadratic order" in capsys.readouterr().out
+
+
+def test_causal_linear_attention_passes(capsys):
+    assert check_causal_linear_attention(causal_linear_attention)
+    assert capsys.readouterr().out.startswith("pass: causal_linear_attention matches")
+
+    def recurrent(queries, keys, values):  # the RNN form, with companion's step
+        return LinearAttention().recurrent(queries, keys, values)
+
+    assert check_causal_linear_attention(recurrent)
+    assert capsys.readouterr().out.startswith("pass")
+
+
+def test_causal_linear_attention_hints(capsys):
+    def masked(queries, keys, values, diagonal, upper=False):
+        similarity = phi(queries) @ phi(keys).transpose(1, 2)
+        keep = torch.ones(similarity.shape[1:], dtype=torch.bool)
+        keep = keep.triu(diagonal) if upper else keep.tril(diagonal)
+        similarity = similarity * keep
+        totals = similarity.sum(dim=-1, keepdim=True)
+        return similarity / totals.masked_fill(totals == 0, 1.0) @ values
+
+    cases = [
+        (lambda q, k, v: causal_linear_attention(q, k, v, past="all"), "not causal"),
+        (lambda q, k, v: linear_attention(q, k, v), "not causal: output i uses future keys"),
+        (
+            lambda q, k, v: causal_linear_attention(q, k, v, normaliser="all"),
+            "the normaliser is not causal",
+        ),
+        (lambda q, k, v: causal_linear_attention(q, k, v, normaliser="none"), "is missing"),
+        (lambda q, k, v: masked(q, k, v, 0, upper=True), "an upper triangle"),
+        (lambda q, k, v: masked(q, k, v, -1), "the current key is left out"),
+        (lambda q, k, v: causal_linear_attention(q, k, v)[:, 1:], "shape: expected (2, 6, 3)"),
+    ]
+    for wrong, hint in cases:
+        assert not check_causal_linear_attention(wrong)
+        out = capsys.readouterr().out
+        assert hint in out, (hint, out)
+
+
+def test_stubs_report_not_implemented_yet(capsys):
+    def stub(queries, keys, values):
+        raise NotImplementedError()
+
+    assert not check_linear_attention(stub)
+    assert capsys.readouterr().out.startswith("not implemented yet: stub raises")
+    assert not check_causal_linear_attention(stub)
+    assert capsys.readouterr().out.startswith("not implemented yet: stub raises")
+    assert not check_causal_linear_attention(lambda q, k, v: q @ v)
+    assert "error: <lambda> raised RuntimeError" in capsys.readouterr().out

@@ -1,0 +1,150 @@
+"""The chapter 5 checkers pass correct answers and name typical mistakes."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from companion.exercises.positional import check_rotation_matrix, check_sinusoidal_encoding
+from companion.positional import PositionalEncoding
+
+
+def encoding(max_len, num_hiddens, base=10000.0, exponent="2j/d", sin_first=True, start=0):
+    """A float64 table, written as a student would, with switches for the usual mistakes."""
+    P = torch.zeros(max_len, num_hiddens, dtype=torch.float64)
+    positions = torch.arange(start, start + max_len, dtype=torch.float64)[:, None]
+    for k in range(num_hiddens):
+        j = k // 2
+        power = {"2j/d": 2 * j / num_hiddens, "j/d": j / num_hiddens, "k/d": k / num_hiddens}
+        angle = positions[:, 0] / base ** power[exponent]
+        use_sin = (k % 2 == 0) == sin_first
+        P[:, k] = torch.sin(angle) if use_sin else torch.cos(angle)
+    return P
+
+
+def encoding_float32(max_len, num_hiddens):
+    """The same table computed in float32 with exp and log, as many code bases do."""
+    frequencies = torch.exp(
+        torch.arange(0, num_hiddens, 2, dtype=torch.float32) * (-math.log(10000.0) / num_hiddens)
+    )
+    angles = torch.arange(max_len, dtype=torch.float32)[:, None] * frequencies  # (n, d/2)
+    P = torch.zeros(max_len, num_hiddens)
+    P[:, 0::2], P[:, 1::2] = torch.sin(angles), torch.cos(angles)
+    return P
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        encoding,
+        encoding_float32,
+        lambda n, d: PositionalEncoding(d, 0.0, n).P[0],
+        lambda n, d: PositionalEncoding(d, 0.0, n)(torch.zeros(1, n, d))[0],
+    ],
+)
+def test_sinusoidal_encoding_pass(capsys, answer):
+    assert check_sinusoidal_encoding(answer)
+    assert capsys.readouterr().out.startswith("pass")
+
+
+def split(max_len, num_hiddens):
+    P = encoding(max_len, num_hiddens)
+    return torch.cat([P[:, 0::2], P[:, 1::2]], dim=1)
+
+
+def test_sinusoidal_encoding_hints(capsys):
+    cases = [
+        (lambda n, d: encoding(n, d, sin_first=False), "sine and cosine are swapped"),
+        (lambda n, d: encoding(n, d, exponent="j/d"), "the exponent is 2j/d"),
+        (lambda n, d: encoding(n, d, exponent="k/d"), "the same for both columns of a pair"),
+        (lambda n, d: encoding(n, d, base=1 / 10000.0), "you multiplied"),
+        (lambda n, d: encoding(n, d, base=1000.0), "the base of the power is 10000"),
+        (lambda n, d: encoding(n, d, base=100.0), "the same as i / 100^(2j/d)"),
+        (split, "that is the split layout"),
+        (lambda n, d: encoding(n, d, start=1), "positions start at 0"),
+        (lambda n, d: encoding(n, d).T, "shape: expected (28, 24), got (24, 28)"),
+        (lambda n, d: encoding(n, d)[None], "shape: expected (28, 24), got (1, 28, 24)"),
+        (lambda n, d: encoding(n, d).tolist(), "expected a torch.Tensor, got list"),
+        (lambda n, d: encoding(n, d) * 2, "values differ first at position (0, 1)"),
+    ]
+    for wrong, hint in cases:
+        assert not check_sinusoidal_encoding(wrong)
+        out = capsys.readouterr().out
+        assert hint in out, out
+
+
+def test_sinusoidal_encoding_stub_and_crash(capsys):
+    def stub(max_len, num_hiddens):
+        raise NotImplementedError
+
+    assert not check_sinusoidal_encoding(stub)
+    assert capsys.readouterr().out.startswith("not implemented yet: stub")
+    assert not check_sinusoidal_encoding(lambda n, d: torch.zeros(n, d) + torch.ones(d + 1))
+    assert "error: <lambda> raised RuntimeError" in capsys.readouterr().out
+
+
+def rotation(
+    delta, num_hiddens, transposed=False, sin_sign=1.0, with_delta=True, half=False, swap=False
+):
+    """Built block by block with torch.block_diag, as a student would."""
+    blocks = []
+    for j in range(num_hiddens // 2):
+        omega = 1 / 10000 ** ((j if half else 2 * j) / num_hiddens)
+        angle = (delta if with_delta else 1) * omega
+        c, s = math.cos(angle), math.sin(angle)
+        if swap:  # sines on the diagonal
+            c, s = s, c
+        blocks.append(torch.tensor([[c, sin_sign * s], [-s, c]]))
+    M = torch.block_diag(*blocks)
+    return M.T if transposed else M
+
+
+def test_rotation_matrix_pass(capsys):
+    assert check_rotation_matrix(rotation)
+    assert capsys.readouterr().out.startswith("pass: rotation matches the reference")
+
+
+def test_rotation_matrix_moves_the_companion_table():
+    """The reference is the right matrix: it shifts companion's table by delta."""
+    from companion.exercises.positional import _rotation
+
+    P = PositionalEncoding(16, 0.0, max_len=80).P[0].double()
+    for delta in (-7, 1, 13):
+        M = _rotation(delta, 16)
+        i = torch.arange(10, 60)
+        torch.testing.assert_close(P[i + delta], P[i] @ M.T, atol=1e-5, rtol=0)
+
+
+def split_rotation(delta, num_hiddens):
+    """The interleaved blocks placed on columns (j, j + d/2)."""
+    d, M = num_hiddens, rotation(delta, num_hiddens)
+    order = torch.cat([torch.arange(0, d, 2), torch.arange(1, d, 2)])  # split -> interleaved
+    inverse = torch.argsort(order)
+    return M[inverse][:, inverse]
+
+
+def test_rotation_matrix_hints(capsys):
+    cases = [
+        (lambda delta, d: rotation(delta, d, transposed=True), "moves delta steps backwards"),
+        (lambda delta, d: rotation(delta, d, sin_sign=-1.0), "need opposite signs"),
+        (lambda delta, d: rotation(delta, d, with_delta=False), "you left out delta"),
+        (lambda delta, d: rotation(delta, d, half=True), "the frequency of pair j"),
+        (split_rotation, "the split layout"),
+        (lambda delta, d: rotation(delta, d, swap=True), "cos(delta w_j) goes on the diagonal"),
+        (lambda delta, d: torch.eye(d), "values differ first at position"),
+        (lambda delta, d: rotation(delta, d)[:-1], "shape: expected"),
+    ]
+    for wrong, hint in cases:
+        assert not check_rotation_matrix(wrong)
+        out = capsys.readouterr().out
+        assert hint in out, out
+
+
+def test_rotation_matrix_stub(capsys):
+    def stub(delta, num_hiddens):
+        raise NotImplementedError()
+
+    assert not check_rotation_matrix(stub)
+    assert capsys.readouterr().out.startswith("not implemented yet: stub")

@@ -1,0 +1,124 @@
+"""Chapter 2's checkers pass correct answers and name the typical mistakes."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from companion.exercises.scoring import check_masked_softmax, check_scaled_dot_product
+
+
+def masked(X, valid_lens, axis=-1, fill=-1e6, per_query=True, after=False):
+    """A masked softmax written as a student would, with knobs for the usual mistakes."""
+    lens = valid_lens
+    if lens.dim() == 2 and not per_query:
+        lens = lens[:, 0]  # one length per batch row: the per-query lengths are lost
+    lens = lens[:, None] if lens.dim() == 1 else lens
+    keep = torch.arange(X.shape[-1]) < lens[..., None]  # (batch, queries or 1, keys)
+    if after:
+        return torch.softmax(X, dim=axis) * keep
+    if fill is not None:
+        X = X.masked_fill(~keep, fill)
+    return torch.softmax(X, dim=axis)
+
+
+def d2l_style(X, valid_lens):
+    """d2l's formulation: flatten, repeat the lengths per query, fill in place with -1e6."""
+    shape = X.shape
+    if valid_lens.dim() == 1:
+        valid_lens = torch.repeat_interleave(valid_lens, shape[1])
+    else:
+        valid_lens = valid_lens.reshape(-1)
+    X = X.reshape(-1, shape[-1])
+    X[torch.arange(shape[-1])[None, :] >= valid_lens[:, None]] = -1e6
+    return torch.softmax(X.reshape(shape), dim=-1)
+
+
+def attend(queries, keys, values, valid_lens, scale=None, axis=-1, fill=-1e6):
+    scale = math.sqrt(queries.shape[-1]) if scale is None else scale
+    scores = queries @ keys.transpose(1, 2) / scale
+    return masked(scores, valid_lens, axis=axis, fill=fill) @ values
+
+
+@pytest.mark.parametrize("answer", [masked, d2l_style], ids=["mask-then-softmax", "d2l"])
+def test_masked_softmax_pass(answer, capsys):
+    assert check_masked_softmax(answer)
+    assert capsys.readouterr().out.startswith(f"pass: {answer.__name__} matches the reference")
+
+
+@pytest.mark.parametrize(
+    "wrong, hint",
+    [
+        (lambda X, v: masked(X, v, axis=1), "softmax over the wrong axis"),
+        (lambda X, v: torch.softmax(X, dim=1), "softmax over the wrong axis"),
+        (lambda X, v: torch.softmax(X, dim=-1), "padding not masked"),
+        (lambda X, v: masked(X, v, fill=0.0), "masked scores were set to 0"),
+        (lambda X, v: masked(X, v, after=True), "the mask was applied after the softmax"),
+        (lambda X, v: masked(X, v, per_query=False), "valid_lens per query ignored"),
+        (lambda X, v: masked(X, v).transpose(1, 2), "shape: expected (2, 4, 6), got (2, 6, 4)"),
+    ],
+)
+def test_masked_softmax_hints(wrong, hint, capsys):
+    assert not check_masked_softmax(wrong)
+    assert hint in capsys.readouterr().out
+
+
+def test_masked_softmax_tests_both_kinds_of_valid_lens(capsys):
+    def one_d_only(X, valid_lens):
+        if valid_lens.dim() == 2:
+            raise ValueError("valid_lens must be 1-D")
+        return masked(X, valid_lens)
+
+    assert not check_masked_softmax(one_d_only)
+    assert "error: one_d_only raised ValueError: valid_lens must be 1-D" in capsys.readouterr().out
+
+
+def test_in_place_answer_does_not_confuse_the_hints(capsys):
+    def fills_with_zero_in_place(X, valid_lens):
+        keep = torch.arange(X.shape[-1]) < valid_lens.reshape(X.shape[0], -1)[..., None]
+        X.masked_fill_(~keep, 0.0)  # had the checker passed its own X, the unmasked
+        return torch.softmax(X, dim=-1)  # mistake would now match and name the wrong hint
+
+    assert not check_masked_softmax(fills_with_zero_in_place)
+    assert "masked scores were set to 0" in capsys.readouterr().out
+
+
+def test_scaled_dot_product_pass(capsys):
+    assert check_scaled_dot_product(attend)
+    assert capsys.readouterr().out.startswith("pass: attend matches the reference")
+
+
+@pytest.mark.parametrize(
+    "wrong, hint",
+    [
+        (lambda q, k, v, lens: attend(q, k, v, lens, scale=1.0), "missing scale"),
+        (
+            lambda q, k, v, lens: attend(q, k, v, lens, scale=q.shape[-1]),
+            "divided by d instead of sqrt(d)",
+        ),
+        (
+            lambda q, k, v, lens: attend(q, k, v, lens, scale=math.sqrt(v.shape[-1])),
+            "the scale uses the wrong size",
+        ),
+        (lambda q, k, v, lens: attend(q, k, v, lens, axis=1), "softmax over the wrong axis"),
+        (lambda q, k, v, lens: attend(q, k, v, lens, fill=None), "mask missing"),
+        (
+            lambda q, k, v, lens: attend(q, k, v, lens).transpose(1, 2),
+            "shape: expected (2, 4, 3), got (2, 3, 4)",
+        ),
+    ],
+)
+def test_scaled_dot_product_hints(wrong, hint, capsys):
+    assert not check_scaled_dot_product(wrong)
+    assert hint in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("checker", [check_masked_softmax, check_scaled_dot_product])
+def test_stub_is_not_implemented_yet(checker, capsys):
+    def stub(*inputs):
+        raise NotImplementedError("write this function")
+
+    assert not checker(stub)
+    assert capsys.readouterr().out.startswith("not implemented yet: stub raises")
