@@ -13,14 +13,17 @@ from companion.exercises.pooling import check_gaussian_weights, check_laplace_po
 from companion.exercises.positional import check_rotation_matrix, check_sinusoidal_encoding
 from companion.exercises.scoring import check_masked_softmax, check_scaled_dot_product
 from companion.exercises.self_attention import check_graph_attention_mask, check_self_attention
+from companion.exercises.transformer import check_causal_mask, check_layer_norm, check_shift_right
 
 __all__ = [
     "check",
     "check_bahdanau_context",
     "check_causal_linear_attention",
+    "check_causal_mask",
     "check_gaussian_weights",
     "check_graph_attention_mask",
     "check_laplace_pooling",
+    "check_layer_norm",
     "check_length_normalized_scores",
     "check_linear_attention",
     "check_masked_softmax",
@@ -28,6 +31,7 @@ __all__ = [
     "check_rotation_matrix",
     "check_scaled_dot_product",
     "check_self_attention",
+    "check_shift_right",
     "check_sinusoidal_encoding",
     "check_split_heads",
 ]
