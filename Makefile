@@ -11,8 +11,6 @@ STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 export OMP_NUM_THREADS := 2
 export MKL_NUM_THREADS := 2
-# Idle threads sleep instead of spinning: on a busy machine spinning makes small steps 10x slower.
-export OMP_WAIT_POLICY := PASSIVE
 export COMPANION_NUM_THREADS := 2
 export ATEN_CPU_CAPABILITY := avx2
 export MKL_CBWR := AVX2
