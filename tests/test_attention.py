@@ -17,35 +17,10 @@ from companion import (
     masked_softmax,
     record_attention,
 )
+from tests.masks import allowed, lengths, randn
 
 EXACT = {"atol": 1e-6, "rtol": 1e-6}  # against d2l: the same arithmetic
 CLOSE = {"atol": 1e-5, "rtol": 1e-5}  # explicit vs fused, companion vs torch: other kernels
-
-
-def randn(*shape: int, seed: int = 0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
-
-
-def lengths(kind: str, batch: int, queries: int, keys: int, seed: int = 0) -> torch.Tensor | None:
-    """valid_lens of a given kind, every one in [1, keys]: "none", "1d" or "2d"."""
-    if kind == "none":
-        return None
-    shape = (batch,) if kind == "1d" else (batch, queries)
-    return torch.randint(1, keys + 1, shape, generator=torch.Generator().manual_seed(seed))
-
-
-def allowed(valid_lens, batch, queries, keys, causal=False) -> torch.Tensor:
-    """(batch, queries, keys) bool, True where a query may attend to a key, one at a time."""
-    mask = torch.ones(batch, queries, keys, dtype=torch.bool)
-    for b in range(batch):
-        for i in range(queries):
-            for j in range(keys):
-                if valid_lens is not None:
-                    length = valid_lens[b] if valid_lens.dim() == 1 else valid_lens[b, i]
-                    mask[b, i, j] &= bool(j < length)
-                if causal:
-                    mask[b, i, j] &= j <= i
-    return mask
 
 
 def both_paths(layer: nn.Module, *args, **kwargs):

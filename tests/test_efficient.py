@@ -16,35 +16,17 @@ from companion.efficient import (
     feature_map,
     peak_memory,
 )
+from tests.masks import allowed, randn
+from tests.masks import lengths as _lengths
+
+
+def lengths(kind, batch, queries, keys, seed=0):
+    """valid_lens that may be 0: a query with no key is one of the cases here."""
+    return _lengths(kind, batch, queries, keys, seed, minimum=0)
+
 
 CLOSE = {"atol": 1e-5, "rtol": 1e-5}
 MASKS = [("none", False), ("none", True), ("1d", False), ("2d", False), ("1d", True), ("2d", True)]
-
-
-def randn(*shape: int, seed: int = 0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
-
-
-def lengths(kind: str, batch: int, queries: int, keys: int, seed: int = 0) -> torch.Tensor | None:
-    """valid_lens of a given kind, every one in [0, keys]: "none", "1d" or "2d"."""
-    if kind == "none":
-        return None
-    shape = (batch,) if kind == "1d" else (batch, queries)
-    return torch.randint(0, keys + 1, shape, generator=torch.Generator().manual_seed(seed))
-
-
-def allowed(valid_lens, batch, queries, keys, causal=False) -> torch.Tensor:
-    """(batch, queries, keys) bool, True where a query may attend to a key, one at a time."""
-    mask = torch.ones(batch, queries, keys, dtype=torch.bool)
-    for b in range(batch):
-        for i in range(queries):
-            for j in range(keys):
-                if valid_lens is not None:
-                    length = valid_lens[b] if valid_lens.dim() == 1 else valid_lens[b, i]
-                    mask[b, i, j] &= bool(j < length)
-                if causal:
-                    mask[b, i, j] &= j <= i
-    return mask
 
 
 def quadratic(queries, keys, values, mask=None):
