@@ -1,4 +1,4 @@
-"""What a layer costs: counted FLOPs and measured seconds (chapter 4, self-attention).
+"""What a layer costs: counted FLOPs, measured seconds and peak memory (chapters 4 and 8).
 
 A claim about speed is made twice in the book: once as a count that does not depend on the
 machine, once as a measurement on the reader's machine. The formulas below give the counts for
@@ -7,16 +7,28 @@ the three ways of mixing a sequence of ``n`` vectors of width ``d`` that chapter
 measures.
 
 FLOPs count a multiply and an add as two operations, as ``torch.utils.flop_counter`` does.
+
+:func:`peak_memory` measures how much memory one forward pass of an attention layer needs
+(chapter 8), the way ``python -m companion.bench attention`` does: in a fresh process, from
+the growth of its resident set.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
+from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
+
+from companion.attention import DotProductAttention
+from companion.efficient import LinearAttention
 
 
 def conv1d_flops(n: int, d: int, k: int, batch: int = 1) -> int:
@@ -73,3 +85,89 @@ def time_call(fn: Callable[[], object], repeats: int = 3, warmup: int = 1) -> fl
             synchronize()
             best = min(best, time.perf_counter() - start)
     return best
+
+
+# Peak memory of one forward pass, measured as companion.bench measures it (chapter 8).
+
+IMPLEMENTATIONS = ("explicit", "fused", "linear")
+MIB = 2**20
+
+
+def attention_layer(implementation: str) -> nn.Module:
+    """The layer behind each name of :data:`IMPLEMENTATIONS`: ``"explicit"`` is
+    ``DotProductAttention(need_weights=True)``, ``"fused"`` its default (fused) path and
+    ``"linear"`` :class:`LinearAttention`."""
+    if implementation == "explicit":
+        return DotProductAttention(0.0, need_weights=True)
+    if implementation == "fused":
+        return DotProductAttention(0.0)
+    if implementation == "linear":
+        return LinearAttention()
+    raise ValueError(f"implementation must be one of {IMPLEMENTATIONS}; got {implementation!r}")
+
+
+def _peak_memory_worker(
+    implementations: Sequence[str], lengths: Sequence[int], batch: int, heads: int, head_size: int
+) -> dict[str, dict[str, float | None]]:
+    """Runs in the fresh process that :func:`peak_memory` starts."""
+    from companion.bench.attention import _memory_probe, _synchronize
+    from companion.bench.common import set_threads
+    from companion.device import get_device
+
+    device = get_device()
+    set_threads(device)
+    probe = _memory_probe(device)
+    results: dict[str, dict[str, float | None]] = {name: {} for name in implementations}
+    with torch.no_grad():
+        for n in lengths:
+            generator = torch.Generator().manual_seed(n)
+            Q, K, V = torch.randn(3, batch, heads, n, head_size, generator=generator).unbind(0)
+            Q, K, V = Q.to(device), K.to(device), V.to(device)  # (batch, heads, n, head_size)
+            for name in implementations:
+                layer = attention_layer(name).to(device)
+                layer(Q, K, V)  # warm-up: one-time buffers and thread pools
+                _synchronize(device)
+                probe.start()
+                layer(Q, K, V)
+                _synchronize(device)
+                results[name][str(n)] = probe.peak() / MIB if probe.available else None
+                del layer  # frees what it keeps, such as attention_weights
+    return results
+
+
+def peak_memory(
+    implementations: Sequence[str] = IMPLEMENTATIONS,
+    lengths: Sequence[int] = (512, 1024, 2048),
+    *,
+    batch: int = 1,
+    heads: int = 8,
+    head_size: int = 64,
+) -> dict[str, dict[int, float | None]]:
+    """Peak memory, in MiB, of one forward pass (no gradients) of each attention layer on
+    self-attention inputs ``(batch, heads, n, head_size)``, for each ``n`` in ``lengths``.
+
+    Measured as ``python -m companion.bench attention`` does (see its docstring): in a fresh
+    Python process, where each layer runs once as a warm-up and then once more between
+    ``probe.start()`` and ``probe.peak()``. On the CPU that is the growth of the resident set
+    over the call (``VmHWM`` after it minus ``VmRSS`` before), with glibc told to hand every
+    freed block of 64 KiB or more straight back, so that nothing from an earlier call hides
+    the peak; on CUDA it is ``max_memory_allocated``. The inputs are allocated before and are
+    not counted. Where it cannot be measured (macOS, MPS) the value is ``None``.
+    """
+    for name in implementations:
+        attention_layer(name)  # a clear ValueError for an unknown name, here and not in a child
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    env["MALLOC_MMAP_THRESHOLD_"] = "65536"
+    arguments = (list(implementations), list(lengths), batch, heads, head_size)
+    code = (
+        "import json\n"
+        "from companion.complexity import _peak_memory_worker\n"
+        f"print(json.dumps(_peak_memory_worker(*{arguments!r})))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True, check=True
+    )
+    measured = json.loads(completed.stdout.strip().splitlines()[-1])
+    return {name: {int(n): mib for n, mib in row.items()} for name, row in measured.items()}

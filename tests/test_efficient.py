@@ -8,14 +8,8 @@ import torch
 import torch.nn.functional as F
 
 from companion.attention import DotProductAttention
-from companion.efficient import (
-    IMPLEMENTATIONS,
-    LinearAttention,
-    RecurrentState,
-    attention_layer,
-    feature_map,
-    peak_memory,
-)
+from companion.complexity import IMPLEMENTATIONS, attention_layer, peak_memory
+from companion.efficient import LinearAttention, RecurrentState, feature_map
 from tests.masks import allowed, randn
 from tests.masks import lengths as _lengths
 
