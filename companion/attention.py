@@ -32,27 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.parameter import UninitializedParameter
 
-from companion.checks import check_dropout
-
-
-def _shapes(**tensors: torch.Tensor) -> str:
-    return ", ".join(f"{name} {tuple(t.shape)}" for name, t in tensors.items())
-
-
-def _check_qkv(
-    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, ranks: tuple[int, ...]
-) -> None:
-    """Ranks, batch axes and step counts that every attention layer needs to agree."""
-    seen = _shapes(queries=queries, keys=keys, values=values)
-    wanted = " or ".join(f"{r}-D" for r in ranks)
-    if any(t.dim() not in ranks for t in (queries, keys, values)) or not (
-        queries.dim() == keys.dim() == values.dim()
-    ):
-        raise ValueError(f"queries, keys and values must all be {wanted}; got {seen}")
-    if not queries.shape[:-2] == keys.shape[:-2] == values.shape[:-2]:
-        raise ValueError(f"queries, keys and values must have the same batch size; got {seen}")
-    if keys.shape[-2] != values.shape[-2]:
-        raise ValueError(f"keys and values must have the same number of steps; got {seen}")
+from companion.checks import check_dropout, check_qkv, check_valid_lens, describe_shapes
 
 
 def _check_in_features(layer: nn.Linear, inputs: torch.Tensor, name: str) -> None:
@@ -64,32 +44,6 @@ def _check_in_features(layer: nn.Linear, inputs: torch.Tensor, name: str) -> Non
         raise ValueError(
             f"{name} must have {in_features} features, as on this layer's first call; "
             f"got shape {tuple(inputs.shape)}"
-        )
-
-
-def _check_valid_lens(
-    valid_lens: torch.Tensor, batch_size: int, num_queries: int, num_keys: int
-) -> None:
-    if not isinstance(valid_lens, torch.Tensor):
-        raise ValueError(
-            f"valid_lens must be a tensor of integers; got {type(valid_lens).__name__}"
-        )
-    if (
-        valid_lens.dtype.is_floating_point
-        or valid_lens.dtype.is_complex
-        or (valid_lens.dtype == torch.bool)
-    ):
-        raise ValueError(f"valid_lens must hold integers (torch.long); got {valid_lens.dtype}")
-    if valid_lens.shape not in ((batch_size,), (batch_size, num_queries)):
-        raise ValueError(
-            f"valid_lens must have shape (batch,) = ({batch_size},) or (batch, queries) = "
-            f"({batch_size}, {num_queries}); got {tuple(valid_lens.shape)}"
-        )
-    if valid_lens.numel() and valid_lens.min() < 0:
-        raise ValueError(f"valid_lens must be >= 0; got {valid_lens.min().item()}")
-    if valid_lens.numel() and valid_lens.max() > num_keys:
-        raise ValueError(
-            f"valid_lens must be <= the number of keys ({num_keys}); got {valid_lens.max().item()}"
         )
 
 
@@ -109,7 +63,7 @@ def attention_mask(
     batch_size, num_queries, num_keys = scores_shape[0], scores_shape[-2], scores_shape[-1]
     mask = None
     if valid_lens is not None:
-        _check_valid_lens(valid_lens, batch_size, num_queries, num_keys)
+        check_valid_lens(valid_lens, batch_size, num_queries, num_keys)
         lens = valid_lens.to(device)
         lens = lens[:, None] if lens.dim() == 1 else lens  # (batch, 1 or queries)
         mask = torch.arange(num_keys, device=device) < lens[..., None]  # (batch, q or 1, keys)
@@ -181,11 +135,11 @@ class DotProductAttention(nn.Module):
         *,
         causal: bool = False,
     ) -> torch.Tensor:
-        _check_qkv(queries, keys, values, ranks=(3, 4))
+        check_qkv(queries, keys, values, ranks=(3, 4))
         if queries.shape[-1] != keys.shape[-1]:
             raise ValueError(
                 "queries and keys must have the same feature size d for dot-product attention; "
-                f"got {_shapes(queries=queries, keys=keys)}"
+                f"got {describe_shapes(queries=queries, keys=keys)}"
             )
         if self.need_weights:  # explicit path
             scores = queries @ keys.transpose(-2, -1) / math.sqrt(queries.shape[-1])
@@ -233,7 +187,7 @@ class AdditiveAttention(nn.Module):
         values: torch.Tensor,
         valid_lens: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        _check_qkv(queries, keys, values, ranks=(3,))
+        check_qkv(queries, keys, values, ranks=(3,))
         _check_in_features(self.W_q, queries, "queries")
         _check_in_features(self.W_k, keys, "keys")
         queries, keys = self.W_q(queries), self.W_k(keys)  # (batch, q or k steps, num_hiddens)
@@ -298,7 +252,7 @@ class MultiHeadAttention(nn.Module):
         *,
         causal: bool = False,
     ) -> torch.Tensor:
-        _check_qkv(queries, keys, values, ranks=(3,))
+        check_qkv(queries, keys, values, ranks=(3,))
         for layer, inputs, name in (
             (self.W_q, queries, "queries"),
             (self.W_k, keys, "keys"),

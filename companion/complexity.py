@@ -110,13 +110,13 @@ def _peak_memory_worker(
     implementations: Sequence[str], lengths: Sequence[int], batch: int, heads: int, head_size: int
 ) -> dict[str, dict[str, float | None]]:
     """Runs in the fresh process that :func:`peak_memory` starts."""
-    from companion.bench.attention import _memory_probe, _synchronize
+    from companion.bench.attention import memory_probe, synchronize
     from companion.bench.common import set_threads
     from companion.device import get_device
 
     device = get_device()
     set_threads(device)
-    probe = _memory_probe(device)
+    probe = memory_probe(device)
     results: dict[str, dict[str, float | None]] = {name: {} for name in implementations}
     with torch.no_grad():
         for n in lengths:
@@ -126,10 +126,10 @@ def _peak_memory_worker(
             for name in implementations:
                 layer = attention_layer(name).to(device)
                 layer(Q, K, V)  # warm-up: one-time buffers and thread pools
-                _synchronize(device)
+                synchronize(device)
                 probe.start()
                 layer(Q, K, V)
-                _synchronize(device)
+                synchronize(device)
                 results[name][str(n)] = probe.peak() / MIB if probe.available else None
                 del layer  # frees what it keeps, such as attention_weights
     return results

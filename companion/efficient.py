@@ -30,12 +30,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from companion.attention import (
-    _check_qkv,
-    _check_valid_lens,
-    _shapes,
-    attention_mask,
-)
+from companion.attention import attention_mask
+from companion.checks import check_qkv, check_valid_lens, describe_shapes
 
 
 def feature_map(x: torch.Tensor) -> torch.Tensor:
@@ -111,11 +107,11 @@ class LinearAttention(nn.Module):
         *,
         causal: bool = False,
     ) -> torch.Tensor:
-        _check_qkv(queries, keys, values, ranks=(3, 4))
+        check_qkv(queries, keys, values, ranks=(3, 4))
         if queries.shape[-1] != keys.shape[-1]:
             raise ValueError(
                 "queries and keys must have the same feature size d_k for linear attention; "
-                f"got {_shapes(queries=queries, keys=keys)}"
+                f"got {describe_shapes(queries=queries, keys=keys)}"
             )
         if self.need_weights:  # explicit path: the n x n similarities, normalised per query
             scores_shape = (*queries.shape[:-1], keys.shape[-2])  # (batch, [heads,] n_q, n_k)
@@ -130,7 +126,7 @@ class LinearAttention(nn.Module):
         self._attention_weights = None
         batch_size, num_queries, num_keys = queries.shape[0], queries.shape[-2], keys.shape[-2]
         if valid_lens is not None:
-            _check_valid_lens(valid_lens, batch_size, num_queries, num_keys)
+            check_valid_lens(valid_lens, batch_size, num_queries, num_keys)
             valid_lens = valid_lens.to(queries.device)
         phi_q, phi_k = feature_map(queries), feature_map(keys)  # (..., n_q or n_k, d_k)
         if causal or (valid_lens is not None and valid_lens.dim() == 2):
@@ -191,11 +187,12 @@ class LinearAttention(nn.Module):
         ):
             raise ValueError(
                 "query, key and value must be (batch, features) or (batch, heads, features) "
-                f"with the same leading axes; got {_shapes(**tensors)}"
+                f"with the same leading axes; got {describe_shapes(**tensors)}"
             )
         if query.shape[-1] != key.shape[-1]:
             raise ValueError(
-                f"query and key must have the same feature size d_k; got {_shapes(**tensors)}"
+                "query and key must have the same feature size d_k; "
+                f"got {describe_shapes(**tensors)}"
             )
         phi_q, phi_k = feature_map(query), feature_map(key)  # (..., d_k)
         S_step = phi_k.unsqueeze(-1) * value.unsqueeze(-2)  # (..., d_k, d_v): phi(k) v^T
@@ -204,7 +201,7 @@ class LinearAttention(nn.Module):
         elif state.S.shape != S_step.shape or state.z.shape != phi_k.shape:
             raise ValueError(
                 f"state must hold S of shape {tuple(S_step.shape)} and z of shape "
-                f"{tuple(phi_k.shape)}; got {_shapes(S=state.S, z=state.z)}"
+                f"{tuple(phi_k.shape)}; got {describe_shapes(S=state.S, z=state.z)}"
             )
         state = RecurrentState(state.S + S_step, state.z + phi_k)
         numerator = (phi_q.unsqueeze(-2) @ state.S).squeeze(-2)  # (..., d_v)
@@ -217,11 +214,11 @@ class LinearAttention(nn.Module):
         """Causal linear attention computed one step at a time with :meth:`step`: the same
         numbers as ``forward(queries, keys, values, causal=True)`` for self-attention, where
         queries and keys have the same number of steps."""
-        _check_qkv(queries, keys, values, ranks=(3, 4))
+        check_qkv(queries, keys, values, ranks=(3, 4))
         if queries.shape[-2] != keys.shape[-2]:
             raise ValueError(
                 "the recurrent form needs one query per key (self-attention); got "
-                f"{_shapes(queries=queries, keys=keys)}"
+                f"{describe_shapes(queries=queries, keys=keys)}"
             )
         outputs, state = [], None
         for t in range(queries.shape[-2]):

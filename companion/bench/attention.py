@@ -135,7 +135,7 @@ class _NoProbe:
         return -1
 
 
-def _memory_probe(device: torch.device):
+def memory_probe(device: torch.device):
     if device.type == "cuda":
         return _CUDAProbe(device)
     if device.type == "cpu":
@@ -159,7 +159,7 @@ def _free_bytes(device: torch.device) -> int | None:
     return None
 
 
-def _synchronize(device: torch.device) -> None:
+def synchronize(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     elif device.type == "mps":
@@ -220,10 +220,10 @@ def _attention_worker(n: int, mode: str) -> dict:
     cold = device.type == "cpu" and BATCH * HEADS * n * n * 4 >= 2**30
 
     def timed(name: str) -> float:
-        _synchronize(device)
+        synchronize(device)
         start = time.perf_counter()
         steps[name]()
-        _synchronize(device)
+        synchronize(device)
         return time.perf_counter() - start
 
     for name in IMPLEMENTATIONS:  # the explicit path first: the process is freshest then
@@ -236,7 +236,7 @@ def _attention_worker(n: int, mode: str) -> dict:
                 del steps[name]
 
     if mode == "memory":
-        probe = _memory_probe(device)
+        probe = memory_probe(device)
         for name in list(steps):
             single = name == "explicit" and cold
             if not single:
@@ -381,7 +381,7 @@ def main(argv: Sequence[str]) -> int:
 
     device = get_device()
     threads = set_threads(device)
-    probe = _memory_probe(device)
+    probe = memory_probe(device)
     if device.type == "cuda":
         memory_method = "torch.cuda.max_memory_allocated over a step after a warm-up"
     elif probe.available:
