@@ -21,7 +21,7 @@ export COMPANION_PROGRESS := off
 # ipykernel's debugger otherwise warns about frozen modules on stderr.
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: all setup book test outputs lint lock clean
+.PHONY: all setup book student test outputs lint lock clean
 
 all: test
 
@@ -42,7 +42,12 @@ $(STAMP): requirements.lock pyproject.toml
 book: $(STAMP)
 	$(BIN)/jupyter-book build . -W --keep-going
 
-test: $(STAMP)
+# The book without solutions, for students: _build/student/{html,notebooks}. See the
+# instructor guide page. `make test` checks that nothing of a solution survives in it.
+student: $(STAMP)
+	$(BIN)/python -m companion.student --out _build/student
+
+test: $(STAMP) student
 	$(BIN)/python -m pytest -v
 
 # Measured-time cells (# NBVAL_IGNORE_OUTPUT) keep their committed output while their code is

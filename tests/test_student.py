@@ -1,0 +1,320 @@
+"""The student edition (companion.student): stubs, removed solutions, untouched cells, errors.
+
+The last tests read ``_build/student``, which ``make student`` writes (``make test`` runs it
+first).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import html
+import io
+import json
+import math
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+
+import companion
+import companion.exercises
+from companion.student import (
+    CODE_STUB,
+    MarkerError,
+    solution_cells,
+    strip_code,
+    strip_notebook,
+    student_config,
+    toc_notebooks,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+STUDENT = ROOT / "_build" / "student"
+NOTEBOOKS = toc_notebooks(ROOT)
+STUB = "\n".join(CODE_STUB)
+
+
+def _notebook(*cells: tuple[str, str]) -> nbformat.NotebookNode:
+    make = {"markdown": nbformat.v4.new_markdown_cell, "code": nbformat.v4.new_code_cell}
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [make[kind](source) for kind, source in cells]
+    for index, cell in enumerate(notebook.cells):
+        cell["id"] = f"cell{index}"
+    return notebook
+
+
+START = "```{solution-start} ex-demo\n:class: dropdown\n```\nThe answer, in words."
+END = "```{solution-end}\n```"
+
+
+# --- code markers -----------------------------------------------------------------------------
+
+
+def test_code_region_becomes_the_nbgrader_stub_at_its_indentation():
+    source = "def f(x):\n    ### BEGIN SOLUTION\n    return x + 1\n    ### END SOLUTION\n\nf(1)"
+    assert strip_code(source) == (
+        "def f(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()\n\nf(1)"
+    )
+
+
+def test_every_region_of_a_cell_is_stubbed_and_the_code_between_them_kept():
+    region = "### BEGIN SOLUTION\n{}\n### END SOLUTION"
+    source = "\n".join([region.format("a = 1"), "keep = 2", region.format("b = 3")])
+    assert strip_code(source) == f"{STUB}\nkeep = 2\n{STUB}"
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("### BEGIN SOLUTION\na = 1", "has no ### END SOLUTION"),
+        ("a = 1\n### END SOLUTION", "line 2 has no BEGIN"),
+        ("### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION", "nested"),
+    ],
+)
+def test_unbalanced_or_nested_code_markers_name_the_notebook_and_cell(source, message):
+    notebook = _notebook(("markdown", "# Title"), ("code", source))
+    with pytest.raises(MarkerError, match=message) as error:
+        strip_notebook(notebook, "book/demo.ipynb")
+    assert "book/demo.ipynb, cell 1 (id cell1)" in str(error.value)
+
+
+# --- markdown gates ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cells", "bad_cell", "message"),
+    [
+        ([("markdown", START), ("markdown", "Text")], 0, "has no solution-end"),
+        ([("markdown", "Text"), ("markdown", END)], 1, "solution-end without"),
+        ([("markdown", START), ("markdown", START), ("markdown", END)], 1, "nested"),
+        ([("markdown", START), ("code", "answer = 42"), ("markdown", END)], 1, "no ### BEGIN"),
+        ([("markdown", "Some text\n\n" + START), ("markdown", END)], 0, "begin its own"),
+        ([("markdown", START), ("markdown", END + "\n\nMore text")], 1, "cell of its own"),
+        ([("markdown", "### BEGIN SOLUTION\nprose\n### END SOLUTION")], 0, "markdown cell"),
+    ],
+)
+def test_bad_solution_gates_name_the_notebook_and_cell(cells, bad_cell, message):
+    with pytest.raises(MarkerError, match=message) as error:
+        strip_notebook(_notebook(*cells), "book/demo.ipynb")
+    assert f"book/demo.ipynb, cell {bad_cell} (id cell{bad_cell})" in str(error.value)
+
+
+def test_gated_solution_is_removed_and_its_code_stubbed():
+    notebook = _notebook(
+        ("markdown", "```{exercise-start}\n:label: ex-demo\n```\nDo it.\n```{exercise-end}\n```"),
+        ("markdown", START),
+        ("code", "### BEGIN SOLUTION\nanswer = 42\n### END SOLUTION"),
+        ("markdown", END),
+        ("markdown", "## References"),
+    )
+    notebook.cells[2].outputs = [nbformat.v4.new_output("stream", text="42\n")]
+    notebook.cells[2].execution_count = 7
+    student = strip_notebook(notebook, "demo")
+    assert [cell.source for cell in student.cells] == [
+        notebook.cells[0].source,
+        STUB,
+        "## References",
+    ]
+    assert student.cells[1].outputs == [] and student.cells[1].execution_count is None
+    assert notebook.cells[2].source.startswith("### BEGIN"), "the source notebook is not touched"
+
+
+# --- the book's own notebooks -----------------------------------------------------------------
+
+
+def _cell_json(cell) -> str:
+    return json.dumps(cell, sort_keys=True, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
+def test_cells_that_are_not_solutions_are_kept_byte_for_byte(path):
+    source = nbformat.read(path, as_version=4)
+    verdicts = solution_cells(source, path.name)
+    student = strip_notebook(source, path.name)
+    kept = [cell for index, cell in enumerate(source.cells) if verdicts.get(index) != "remove"]
+    assert len(student.cells) == len(kept)
+    for original, stripped in zip(kept, student.cells, strict=True):
+        if "### BEGIN SOLUTION" in original.source:
+            assert "# YOUR CODE HERE" in stripped.source and stripped.outputs == []
+        else:
+            assert _cell_json(stripped) == _cell_json(original)
+    assert student.metadata == source.metadata
+    exercises = sum(cell.source.count("{exercise-start}") for cell in source.cells)
+    solutions = sum(cell.source.count("{solution-start}") for cell in source.cells)
+    assert exercises == solutions >= 4, "every exercise has its solution"
+    assert not any("{solution-" in cell.source for cell in student.cells)
+
+
+# --- checkers against the stubs ---------------------------------------------------------------
+
+CHECKERS = [name for name in companion.exercises.__all__ if name != "check"]
+
+
+def _not_implemented(*args, **kwargs):
+    raise NotImplementedError()
+
+
+@pytest.mark.parametrize("name", CHECKERS)
+def test_every_checker_reports_a_stub_as_not_implemented(name, capsys):
+    assert getattr(companion.exercises, name)(_not_implemented) is False
+    assert "not implemented yet" in capsys.readouterr().out
+
+
+def _stubbed_checker_calls() -> list[tuple[str, str]]:
+    calls = []
+    for path in NOTEBOOKS:
+        student = strip_notebook(nbformat.read(path, as_version=4), path.name)
+        for cell in student.cells:
+            if cell.cell_type == "code" and "# YOUR CODE HERE" in cell.source:
+                if re.search(r"\bcheck_\w+\(", cell.source):
+                    calls.append((f"{path.stem}:{cell.id}", cell.source))
+    return calls
+
+
+STUBBED_CALLS = _stubbed_checker_calls()
+
+
+def test_each_coding_exercise_is_found():
+    coding = sum("*(Coding" in c.source for p in NOTEBOOKS for c in nbformat.read(p, 4).cells)
+    assert len(STUBBED_CALLS) == coding >= 2 * len(NOTEBOOKS)
+
+
+@pytest.mark.parametrize(("where", "source"), STUBBED_CALLS, ids=[w for w, _ in STUBBED_CALLS])
+def test_checker_run_on_the_student_stub_says_not_implemented(where, source):
+    """Run the student cell's imports and definitions, then its checker calls, as a student
+    who has not started would: each prints "not implemented yet" and returns False."""
+    tree = ast.parse(source)
+    namespace = {"torch": torch, "math": math, "nn": torch.nn, "F": torch.nn.functional}
+    namespace.update({name: getattr(companion, name) for name in companion.__all__})
+    definitions = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
+    body = [node for node in tree.body if isinstance(node, definitions)]
+    exec(compile(ast.Module(body, type_ignores=[]), where, "exec"), namespace)
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id.startswith("check_")
+    ]
+    assert calls, f"{where}: no checker call"
+    for call in calls:
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            verdict = eval(compile(ast.Expression(call), where, "eval"), namespace)
+        assert verdict is False
+        assert printed.getvalue().startswith("not implemented yet"), printed.getvalue()
+
+
+# --- the built student edition ----------------------------------------------------------------
+
+_WORD = re.compile(r"[a-z0-9_]+")
+
+
+def _words(text: str) -> str:
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def _solution_lines(notebook: nbformat.NotebookNode, name: str) -> list[str]:
+    """The lines of prose and code that are solutions, gates and markers left out."""
+    verdicts = solution_cells(notebook, name)
+    lines = []
+    for index, verdict in verdicts.items():
+        source = notebook.cells[index].source
+        if verdict == "stub":
+            inside = False
+            for line in source.split("\n"):
+                if line.strip() in ("### BEGIN SOLUTION", "### END SOLUTION"):
+                    inside = line.strip() == "### BEGIN SOLUTION"
+                elif inside:
+                    lines.append(line)
+        else:
+            lines += [line for line in source.split("\n") if not line.startswith(("```", ":"))]
+    return lines
+
+
+def _fingerprints() -> set[str]:
+    """Solution lines of five words or more that appear nowhere else in the book's sources."""
+    solution, elsewhere = [], []
+    for path in NOTEBOOKS:
+        notebook = nbformat.read(path, as_version=4)
+        solution += _solution_lines(notebook, path.name)
+        elsewhere.append(_words(_text(strip_notebook(notebook, path.name))))
+    pages = [p for p in (ROOT / "book").glob("*.md")]
+    elsewhere += [_words(page.read_text()) for page in pages]
+    everything_else = " | ".join(elsewhere)
+    return {
+        words
+        for words in map(_words, solution)
+        if len(words.split()) >= 5 and words not in everything_else
+    }
+
+
+def _text(notebook: nbformat.NotebookNode) -> str:
+    return "\n".join(
+        cell.source + "".join(str(output) for output in cell.get("outputs", []))
+        for cell in notebook.cells
+    )
+
+
+FINGERPRINTS = _fingerprints()
+
+
+def _leaks(text: str, markup: bool = False) -> list[str]:
+    """The solution fingerprints found in ``text`` (an HTML file's when ``markup``)."""
+    if markup:
+        text = html.unescape(re.sub(r"<[^>]+>", " ", text))
+    words = _words(text)
+    return sorted(fingerprint for fingerprint in FINGERPRINTS if fingerprint in words)
+
+
+def test_the_leak_detector_sees_solutions_where_they_are():
+    assert len(FINGERPRINTS) >= 100
+    found = set().union(*(_leaks(path.read_text()) for path in NOTEBOOKS))
+    assert found == FINGERPRINTS, "the instructor notebooks hold every solution line"
+    # One solution sentence pasted into an HTML page is caught through its markup.
+    sentence = sorted(FINGERPRINTS)[0].split()
+    page = "<p>" + " <em>".join(sentence) + "</em></p>"
+    assert _leaks(page, markup=True) == [" ".join(sentence)]
+
+
+def _student_files(folder: str, suffixes: tuple[str, ...]) -> list[Path]:
+    base = STUDENT / folder
+    assert base.is_dir(), f"{base} is missing: run `make student` first"
+    return [p for p in sorted(base.rglob("*")) if p.is_file() and p.suffix in suffixes]
+
+
+def test_student_notebooks_on_disk_are_the_stripped_sources():
+    written = _student_files("notebooks", (".ipynb",))
+    assert [path.name for path in written] == sorted(path.name for path in NOTEBOOKS)
+    for path in NOTEBOOKS:
+        expected = strip_notebook(nbformat.read(path, as_version=4), path.name)
+        assert nbformat.read(STUDENT / "notebooks" / path.name, as_version=4) == expected
+
+
+@pytest.mark.parametrize("folder", ["notebooks", "html"])
+def test_no_solution_text_survives_in_the_student_edition(folder):
+    files = _student_files(folder, (".ipynb", ".html", ".js", ".txt", ".md", ".json"))
+    pages = [path for path in files if path.suffix == ".html"]
+    if folder == "html":
+        chapters = {path.stem for path in NOTEBOOKS}
+        assert chapters <= {page.stem for page in pages}, "every chapter page is built"
+        assert len(_student_files("html/_sources", (".ipynb",))) == len(NOTEBOOKS)
+    leaks = {
+        str(path.relative_to(STUDENT)): _leaks(path.read_text(), markup=path.suffix == ".html")
+        for path in files
+    }
+    assert {path: found for path, found in leaks.items() if found} == {}
+
+
+def test_student_site_hides_solutions_and_has_no_launch_buttons_into_the_solutions():
+    config = student_config({"title": "T", "launch_buttons": {"colab_url": "x"}}, None)
+    assert config["sphinx"]["config"]["hide_solutions"] is True
+    assert config["launch_buttons"] == {}
+    published = student_config({"repository": {"url": "a"}}, "https://github.com/u/students")
+    assert published["repository"]["url"] == "https://github.com/u/students"
+    page = (STUDENT / "html" / "book" / "attention-pooling.html").read_text()
+    assert "colab.research.google.com" not in page
+    assert "# YOUR CODE HERE" in html.unescape(re.sub(r"<[^>]+>", "", page))
