@@ -1,22 +1,33 @@
 """The book's notebooks: which ones the table of contents lists, their Colab set-up cell,
 and the one way their committed outputs are produced (``make outputs``).
 
-    python tools/notebooks.py list       # the notebooks in _toc.yml order
-    python tools/notebooks.py execute    # re-run them all in place, in the pinned environment
+    python tools/notebooks.py list                  # the notebooks in _toc.yml order
+    python tools/notebooks.py execute               # re-run them all in place, in the pinned
+                                                    # environment, and record each run
+    python tools/notebooks.py execute book/X.ipynb  # re-run and record only these
+
+The record, book/execution-status.json, is what the book's status page shows and what the
+build checks the notebooks against (tools/execution_status.py).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import platform
 import sys
 import time
 import tomllib
+from datetime import UTC, datetime
+from importlib.metadata import version
 from pathlib import Path
 
 import nbformat
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+RECORD = ROOT / "book" / "execution-status.json"
 
 # The set-up cell every notebook starts with. Only in Colab does it install companion, from
 # the repository named in _config.yml, at the release tag of the version in pyproject.toml.
@@ -166,6 +177,89 @@ def execute(path: Path) -> float:
     return seconds
 
 
+def cpu_model() -> str:
+    """The processor's name and core count, as Linux reports it."""
+    cpuinfo = Path("/proc/cpuinfo")
+    lines = cpuinfo.read_text().splitlines() if cpuinfo.exists() else []
+    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    name = names[0] if names else platform.processor() or platform.machine()
+    return f"{name}, {os.cpu_count()} cores"
+
+
+def run_environment() -> dict[str, str]:
+    """What a notebook's printed numbers depend on besides its code: versions, threads, CPU."""
+    return {
+        "python": platform.python_version(),
+        "torch": version("torch"),
+        "numpy": version("numpy"),
+        "matplotlib": version("matplotlib"),
+        "companion": release_tag().removeprefix("v"),
+        "nbclient": version("nbclient"),
+        "threads": os.environ.get("COMPANION_NUM_THREADS", "torch's default"),
+        "cpu_capability": os.environ.get("ATEN_CPU_CAPABILITY", "default"),
+        "cpu": cpu_model(),
+    }
+
+
+def record_entry(path: Path, seconds: float, result: str, environment: dict[str, str]) -> dict:
+    """One notebook's entry in the record, written just after its run.
+
+    ``{"notebooks": {"book/X.ipynb": entry, ...}}`` with entry keys ``executed_at`` (UTC, ISO
+    8601), ``seconds`` (wall clock of the execution), ``result`` (``passed`` or ``failed:
+    <exception name>``), ``sha256`` (of the file as the run left it, so the build can tell that
+    the notebook changed since; tools/execution_status.py checks it) and ``environment``
+    (``run_environment()``, stored per notebook since a partial re-run may use other versions).
+    """
+    return {
+        "executed_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "seconds": round(seconds, 1),
+        "result": result,
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "environment": environment,
+    }
+
+
+def read_record(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.exists() else {"notebooks": {}}
+
+
+def write_record(path: Path, record: dict) -> None:
+    path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+
+
+def execute_and_record(
+    paths: list[Path], record_path: Path = RECORD, root: Path = ROOT, complete: bool = False
+) -> bool:
+    """Execute each notebook, recording its run in ``record_path``; True if all passed.
+
+    The record is written after every notebook, so an interrupted run loses nothing it did.
+    A failed notebook keeps its committed file and gets a failed entry; the others still run.
+    ``complete`` means ``paths`` are all the book's notebooks: entries of others are dropped.
+    """
+    record = read_record(record_path)
+    names = [path.relative_to(root).as_posix() for path in paths]
+    if complete:
+        record["notebooks"] = {
+            name: entry for name, entry in record["notebooks"].items() if name in names
+        }
+    environment = run_environment()
+    all_passed = True
+    for path, name in zip(paths, names):
+        start = time.perf_counter()
+        try:
+            seconds = execute(path)
+            result = "passed"
+        except Exception as error:  # a failing notebook is recorded, not fatal to the run
+            seconds = time.perf_counter() - start
+            result = f"failed: {getattr(error, 'ename', None) or type(error).__name__}"
+            print(f"{name}: {error}", file=sys.stderr)
+            all_passed = False
+        record["notebooks"][name] = record_entry(path, seconds, result, environment)
+        write_record(record_path, record)
+        print(f"{seconds:6.1f} s  {result:<8}  {name}")
+    return all_passed
+
+
 def main(argv: list[str]) -> int:
     command = argv[0] if argv else "list"
     if command == "list":
@@ -173,11 +267,11 @@ def main(argv: list[str]) -> int:
             print(path.relative_to(ROOT))
         return 0
     if command == "execute":
-        paths = [Path(arg).resolve() for arg in argv[1:]] or toc_notebooks()
-        for path in paths:
-            seconds = execute(path)
-            print(f"{seconds:6.1f} s  {path.relative_to(ROOT)}")
-        return 0
+        paths = [Path(arg).resolve() for arg in argv[1:]]
+        complete = not paths
+        passed = execute_and_record(paths or toc_notebooks(), complete=complete)
+        print(f"recorded in {RECORD.relative_to(ROOT)}")
+        return 0 if passed else 1
     print(__doc__, file=sys.stderr)
     return 2
 
