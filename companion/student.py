@@ -32,6 +32,8 @@ from pathlib import Path
 import nbformat
 import yaml
 
+from companion.toc import toc_notebooks
+
 BEGIN_SOLUTION = "### BEGIN SOLUTION"
 END_SOLUTION = "### END SOLUTION"
 CODE_STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")
@@ -154,31 +156,6 @@ def strip_notebook(notebook: nbformat.NotebookNode, name: str) -> nbformat.Noteb
         cells.append(cell)
     student.cells = cells
     return student
-
-
-def toc_entries(root: Path) -> list[str]:
-    """Every ``file:`` of ``_toc.yml``, the root first."""
-    toc = yaml.safe_load((root / "_toc.yml").read_text())
-    found = [toc["root"]]
-
-    def walk(node) -> None:
-        if isinstance(node, dict):
-            if "file" in node:
-                found.append(node["file"])
-            for key, value in node.items():
-                if key != "root":
-                    walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(toc)
-    return found
-
-
-def toc_notebooks(root: Path) -> list[Path]:
-    entries = (root / entry for entry in toc_entries(root))
-    return [path.with_suffix(".ipynb") for path in entries if path.with_suffix(".ipynb").exists()]
 
 
 def write_notebooks(root: Path, out: Path) -> list[Path]:

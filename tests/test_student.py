@@ -28,8 +28,8 @@ from companion.student import (
     strip_code,
     strip_notebook,
     student_config,
-    toc_notebooks,
 )
+from companion.toc import toc_notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDENT = ROOT / "_build" / "student"

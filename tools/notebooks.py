@@ -26,6 +26,8 @@ from pathlib import Path
 import nbformat
 import yaml
 
+from companion import toc
+
 ROOT = Path(__file__).resolve().parents[1]
 RECORD = ROOT / "book" / "execution-status.json"
 
@@ -74,32 +76,12 @@ def setup_cell_source() -> str:
 
 def toc_files() -> list[str]:
     """Every ``file:`` entry of _toc.yml, the root first, in reading order."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-
-    def walk(node) -> None:
-        if isinstance(node, dict):
-            if "file" in node:
-                files.append(node["file"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk({key: value for key, value in toc.items() if key != "root"})
-    return files
+    return toc.toc_files(ROOT)
 
 
 def toc_notebooks() -> list[Path]:
-    """The notebooks the table of contents lists (entries without a suffix resolved on disk)."""
-    notebooks = []
-    for entry in toc_files():
-        path = ROOT / entry
-        candidate = path if path.suffix else path.with_suffix(".ipynb")
-        if candidate.suffix == ".ipynb" and candidate.exists():
-            notebooks.append(candidate)
-    return notebooks
+    """The notebooks the table of contents lists, in reading order."""
+    return toc.toc_notebooks(ROOT)
 
 
 def coalesce_streams(cell) -> None:
