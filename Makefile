@@ -21,7 +21,7 @@ export COMPANION_PROGRESS := off
 # ipykernel's debugger otherwise warns about frozen modules on stderr.
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: all setup book student test outputs lint lock clean
+.PHONY: all setup book student test site-test outputs lint lock clean
 
 all: test
 
@@ -50,13 +50,27 @@ student: $(STAMP)
 test: $(STAMP) student
 	$(BIN)/python -m pytest -v
 
+# The browser test of the built site (site_test/): every page opened offline in headless
+# Chromium. Playwright drives Debian's chromium package and never downloads a browser; the CJK
+# font makes the glossary legible in the screenshots (_build/screenshots/).
+SITE_TEST_DEBS := chromium fonts-wqy-zenhei
+site-test: $(STAMP) book
+	@missing=$$(for deb in $(SITE_TEST_DEBS); do \
+	    dpkg-query -W -f='$${Status}' $$deb 2>/dev/null | grep -q 'ok installed' || echo $$deb; \
+	  done); \
+	if [ -n "$$missing" ]; then \
+	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$sudo apt-get update && $$sudo apt-get install -y --no-install-recommends $$missing; \
+	fi
+	$(BIN)/python -m pytest site_test -v
+
 # Measured-time cells (# NBVAL_IGNORE_OUTPUT) keep their committed output while their code is
 # unchanged; COMPANION_REFRESH_MEASUREMENTS=1 records new measurements.
 outputs: $(STAMP)
 	$(BIN)/python tools/notebooks.py execute
 
 lint: $(STAMP)
-	$(BIN)/ruff check companion tests tools conftest.py
+	$(BIN)/ruff check companion tests tools site_test conftest.py
 
 clean:
 	rm -rf _build

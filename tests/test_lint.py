@@ -5,7 +5,7 @@ from tools.notebooks import ROOT
 
 
 def test_ruff_is_clean():
-    paths = ["companion", "tests", "tools", "conftest.py"]
+    paths = ["companion", "tests", "tools", "site_test", "conftest.py"]
     result = subprocess.run(
         [sys.executable, "-m", "ruff", "check", *paths], cwd=ROOT, capture_output=True, text=True
     )
