@@ -242,8 +242,7 @@ def _fingerprints() -> set[str]:
         notebook = nbformat.read(path, as_version=4)
         solution += _solution_lines(notebook, path.name)
         elsewhere.append(_words(_text(strip_notebook(notebook, path.name))))
-    pages = [p for p in (ROOT / "book").glob("*.md")]
-    elsewhere += [_words(page.read_text()) for page in pages]
+    elsewhere += [_words(page.read_text()) for page in (ROOT / "book").glob("*.md")]
     everything_else = " | ".join(elsewhere)
     return {
         words
