@@ -203,7 +203,7 @@ def stage_source(root: Path, source: Path, notebooks: list[Path], repository_url
     for name in ["_toc.yml", *config.get("bibtex_bibfiles", [])]:
         shutil.copy2(root / name, source / name)
     no_cache = shutil.ignore_patterns("__pycache__")
-    for folder in config.get("sphinx", {}).get("local_extensions", {}).values():
+    for folder in sorted(set(config.get("sphinx", {}).get("local_extensions", {}).values())):
         shutil.copytree(root / folder, source / folder, ignore=no_cache)
     config = student_config(config, repository_url)
     (source / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
