@@ -1,6 +1,11 @@
-"""Notebook wall times: pytest runs every notebook under nbval, and each must stay within
-its budget on two CPU cores. This conftest sits at the root so that its hooks see the notebook
-items under book/ as well as the tests under tests/."""
+"""Notebook wall times: pytest runs every notebook under nbval and reports how long each took.
+
+The budget is 60 s per notebook on two CPU cores (``tools/record.py``). It is a report, not a
+flaky test: the summary flags a notebook over its budget, and the run fails only when one takes
+more than twice as long. The status page shows the times ``make outputs`` recorded. This
+conftest sits at the root so that its hooks see the notebook items under book/ as well as the
+tests under tests/.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,8 @@ from collections import defaultdict
 
 import pytest
 
-NOTEBOOK_BUDGET_S = 60.0
+from tools.record import FAIL_FACTOR, NOTEBOOK_BUDGET_S, fails_budget, over_budget
+
 _notebook_seconds: dict[str, float] = defaultdict(float)
 
 
@@ -18,19 +24,26 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         _notebook_seconds[path] += report.duration  # setup (kernel start) + each cell
 
 
-def _over_budget() -> list[str]:
-    return [path for path, s in _notebook_seconds.items() if s > NOTEBOOK_BUDGET_S]
+def far_over_budget() -> list[str]:
+    return [path for path, seconds in _notebook_seconds.items() if fails_budget(seconds)]
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if _over_budget() and exitstatus == 0:
+    if far_over_budget() and exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config) -> None:
     if not _notebook_seconds:
         return
-    terminalreporter.section("notebook wall time (budget 60 s each on 2 CPU cores)")
+    terminalreporter.section(
+        f"notebook wall time (budget {NOTEBOOK_BUDGET_S:.0f} s each on 2 CPU cores; "
+        f"a run fails over {FAIL_FACTOR * NOTEBOOK_BUDGET_S:.0f} s)"
+    )
     for path, seconds in sorted(_notebook_seconds.items()):
-        flag = "  OVER BUDGET" if seconds > NOTEBOOK_BUDGET_S else ""
+        flag = ""
+        if fails_budget(seconds):
+            flag = "  FAILED: more than twice the budget"
+        elif over_budget(seconds):
+            flag = "  over budget"
         terminalreporter.write_line(f"{seconds:6.1f} s  {path}{flag}")

@@ -1,7 +1,10 @@
 """companion: the tested layers and tools that the book "Attention and the Transformer" imports.
 
 Names and signatures follow the PyTorch edition of Dive into Deep Learning (d2l), so code moves
-between the two. Everything a chapter uses is importable from here.
+between the two. The layers, models and tools the chapters use are importable from here; a
+chapter's own helpers come from their module (``companion.lm``, ``companion.train``,
+``companion.source``, ...). A few d2l names that no chapter uses are kept so that d2l code runs
+unchanged; ``__all__`` lists them last, under "d2l compatibility".
 """
 
 from companion.attention import (
@@ -11,10 +14,18 @@ from companion.attention import (
     masked_softmax,
     record_attention,
 )
-from companion.data import KernelRegressionData, kernel_regression_data, kernel_regression_target
-from companion.decoding import Decoded, beam_search, decode, greedy_decode
+from companion.bert import (
+    BERTEncoder,
+    BERTModel,
+    MaskLM,
+    NextSentencePred,
+    get_tokens_and_segments,
+)
+from companion.data import kernel_regression_data
+from companion.decoding import beam_search, decode, greedy_decode
 from companion.device import get_device
 from companion.efficient import LinearAttention
+from companion.lm import GPT
 from companion.metrics import bleu, corpus_bleu, exact_match
 from companion.plot import (
     plot,
@@ -34,10 +45,9 @@ from companion.seq2seq import (
     Seq2SeqEncoder,
     init_seq2seq,
 )
-from companion.tasks import Splits, copy_task, date_task, reverse_task, translation_task
+from companion.tasks import copy_task, date_task, translation_task
 from companion.text import (
     ParallelCorpus,
-    TranslationArrays,
     Vocab,
     batches,
     build_arrays,
@@ -54,62 +64,73 @@ from companion.transformer import (
     TransformerEncoder,
     TransformerEncoderBlock,
 )
+from companion.vit import PatchEmbedding, ViT, ViTBlock, ViTMLP
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "AddNorm",
+    # attention and its layers
     "AdditiveAttention",
-    "Decoded",
     "DotProductAttention",
-    "EncoderDecoder",
-    "KernelRegressionData",
     "LinearAttention",
     "MultiHeadAttention",
     "NWKernelRegression",
-    "ParallelCorpus",
-    "PositionWiseFFN",
     "PositionalEncoding",
-    "Seq2Seq",
+    "masked_softmax",
+    "record_attention",
+    # models: sequence to sequence, the Transformer, BERT, GPT, ViT
+    "AddNorm",
+    "BERTEncoder",
+    "BERTModel",
+    "EncoderDecoder",
+    "GPT",
+    "MaskLM",
+    "NextSentencePred",
+    "PatchEmbedding",
+    "PositionWiseFFN",
     "Seq2SeqAttentionDecoder",
     "Seq2SeqDecoder",
     "Seq2SeqEncoder",
-    "Splits",
     "TransformerDecoder",
     "TransformerDecoderBlock",
     "TransformerEncoder",
     "TransformerEncoderBlock",
-    "TranslationArrays",
+    "ViT",
+    "ViTBlock",
+    "ViTMLP",
+    "get_tokens_and_segments",
+    # data, text and tasks
+    "ParallelCorpus",
     "Vocab",
     "batches",
-    "beam_search",
-    "bleu",
     "build_arrays",
     "copy_task",
-    "corpus_bleu",
     "date_task",
+    "kernel_regression_data",
+    "translation_task",
+    # pooling, training, decoding and metrics
+    "beam_search",
+    "bleu",
+    "corpus_bleu",
     "decode",
     "exact_match",
-    "get_device",
     "greedy_decode",
-    "init_seq2seq",
-    "kernel_regression_data",
-    "kernel_regression_target",
     "leave_one_out",
-    "load_parallel_corpus",
-    "masked_softmax",
     "nadaraya_watson",
+    "train_seq2seq",
+    # plots, device and reproducibility
+    "get_device",
     "plot",
     "plot_attention",
     "plot_history",
     "plot_kernel_regression",
-    "preprocess_nmt",
-    "record_attention",
     "reproducible",
-    "reverse_task",
-    "sequence_loss",
     "show_heatmaps",
+    # d2l compatibility: no chapter uses these; they keep d2l code running unchanged
+    "Seq2Seq",
+    "init_seq2seq",
+    "load_parallel_corpus",
+    "preprocess_nmt",
+    "sequence_loss",
     "tokenize_nmt",
-    "train_seq2seq",
-    "translation_task",
 ]

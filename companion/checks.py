@@ -1,11 +1,31 @@
-"""Argument checks shared by the layers (attention, linear attention, Transformer, RNNs).
+"""Argument checks shared by the layers, each gathered into one call per layer.
 
 Each failure is a ``ValueError`` naming the argument and the value or shape it saw, raised
-before any matmul can fail cryptically."""
+before any matmul can fail cryptically.
+
+**Shapes everywhere, values on the CPU.** A check of a shape or a dtype costs nothing. A check
+of a tensor's *values* (negative token ids, a ``valid_lens`` longer than the sequence) has to
+read them, and on a GPU reading a value makes the host wait for the device: a sync per check,
+several per decoding step. So value checks run on CPU tensors only, unless
+``COMPANION_CHECK_VALUES=1`` is set (a debug switch, read at import), which runs them on every
+device.
+"""
 
 from __future__ import annotations
 
+import os
+
 import torch
+from torch import nn
+from torch.nn.parameter import UninitializedParameter
+
+CHECK_VALUES_VARIABLE = "COMPANION_CHECK_VALUES"
+CHECK_VALUES_EVERYWHERE = os.environ.get(CHECK_VALUES_VARIABLE, "0") == "1"
+
+
+def values_checked(X: torch.Tensor) -> bool:
+    """Whether the checks that read the values of ``X`` run: on the CPU, or when debugging."""
+    return X.device.type == "cpu" or CHECK_VALUES_EVERYWHERE
 
 
 def check_dropout(dropout: float) -> float:
@@ -30,12 +50,23 @@ def check_token_ids(X: torch.Tensor, vocab_size: int, name: str = "X") -> torch.
         raise ValueError(f"{name} must be 2-D (batch, num_steps); got shape {tuple(X.shape)}")
     if X.dtype.is_floating_point or X.dtype.is_complex or X.dtype == torch.bool:
         raise ValueError(f"{name} must hold integer token ids (torch.long); got {X.dtype}")
-    if X.numel() and (X.min() < 0 or X.max() >= vocab_size):
-        raise ValueError(
-            f"{name} holds token ids from {X.min().item()} to {X.max().item()}, "
-            f"outside the vocabulary [0, {vocab_size})"
-        )
+    if X.numel() and values_checked(X):
+        low, high = X.min().item(), X.max().item()
+        if low < 0 or high >= vocab_size:
+            raise ValueError(
+                f"{name} holds token ids from {low} to {high}, outside the vocabulary "
+                f"[0, {vocab_size})"
+            )
     return X
+
+
+def check_hiddens(X: torch.Tensor, num_hiddens: int, name: str = "X") -> None:
+    """``X`` must be ``(batch, steps, num_hiddens)``, as every Transformer block takes it."""
+    if X.dim() != 3 or X.shape[-1] != num_hiddens:
+        raise ValueError(
+            f"{name} must be 3-D (batch, steps, num_hiddens={num_hiddens}); "
+            f"got shape {tuple(X.shape)}"
+        )
 
 
 def describe_shapes(**tensors: torch.Tensor) -> str:
@@ -43,25 +74,67 @@ def describe_shapes(**tensors: torch.Tensor) -> str:
     return ", ".join(f"{name} {tuple(t.shape)}" for name, t in tensors.items())
 
 
-def check_qkv(
-    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, ranks: tuple[int, ...]
+def check_in_features(**inputs: tuple[nn.Linear, torch.Tensor]) -> None:
+    """Each input must have the feature size its linear layer takes, e.g.
+    ``check_in_features(queries=(self.W_q, queries))``. A lazy layer not yet materialised takes
+    any size (its first call fixes it)."""
+    for name, (layer, X) in inputs.items():
+        if isinstance(layer.weight, UninitializedParameter):
+            continue
+        in_features = layer.weight.shape[-1]  # in_features stays 0 when a lazy layer is loaded
+        if X.shape[-1] != in_features:
+            raise ValueError(
+                f"{name} must have {in_features} features, the input size of this layer; "
+                f"got shape {tuple(X.shape)}"
+            )
+
+
+def check_attention_inputs(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    valid_lens: torch.Tensor | None,
+    *,
+    ranks: tuple[int, ...],
+    same_query_key_size: bool = False,
 ) -> None:
-    """Ranks, batch axes and step counts that every attention layer needs to agree on."""
+    """Everything an attention layer needs its arguments to agree on, checked at once.
+
+    Ranks; batch axes (with 4-D inputs, keys and values may have a heads axis of size 1 that
+    broadcasts over the query heads, as multi-query attention has); step counts of keys and
+    values; the feature size of queries and keys for dot products; and ``valid_lens``.
+    """
     seen = describe_shapes(queries=queries, keys=keys, values=values)
     wanted = " or ".join(f"{r}-D" for r in ranks)
     if any(t.dim() not in ranks for t in (queries, keys, values)) or not (
         queries.dim() == keys.dim() == values.dim()
     ):
         raise ValueError(f"queries, keys and values must all be {wanted}; got {seen}")
-    if not queries.shape[:-2] == keys.shape[:-2] == values.shape[:-2]:
-        raise ValueError(f"queries, keys and values must have the same batch size; got {seen}")
+    if keys.shape[:-2] != values.shape[:-2]:
+        raise ValueError(f"keys and values must have the same batch (and heads) axes; got {seen}")
     if keys.shape[-2] != values.shape[-2]:
         raise ValueError(f"keys and values must have the same number of steps; got {seen}")
+    if keys.shape[0] != queries.shape[0]:
+        raise ValueError(f"queries, keys and values must have the same batch size; got {seen}")
+    if queries.dim() == 4 and keys.shape[1] not in (1, queries.shape[1]):
+        raise ValueError(
+            "keys and values must have as many heads as the queries, or 1 head that every "
+            f"query head shares; got {seen}"
+        )
+    if same_query_key_size and queries.shape[-1] != keys.shape[-1]:
+        raise ValueError(
+            "queries and keys must have the same feature size d_k to take dot products; "
+            f"got {describe_shapes(queries=queries, keys=keys)}"
+        )
+    if valid_lens is not None:
+        check_valid_lens(valid_lens, queries.shape[0], queries.shape[-2], keys.shape[-2])
 
 
 def check_valid_lens(
     valid_lens: torch.Tensor, batch_size: int, num_queries: int, num_keys: int
 ) -> None:
+    """``valid_lens``: integers of shape ``(batch,)`` or ``(batch, queries)``, in
+    ``[0, num_keys]`` (the values are read on the CPU only; see the module docstring)."""
     if not isinstance(valid_lens, torch.Tensor):
         raise ValueError(
             f"valid_lens must be a tensor of integers; got {type(valid_lens).__name__}"
@@ -77,9 +150,9 @@ def check_valid_lens(
             f"valid_lens must have shape (batch,) = ({batch_size},) or (batch, queries) = "
             f"({batch_size}, {num_queries}); got {tuple(valid_lens.shape)}"
         )
-    if valid_lens.numel() and valid_lens.min() < 0:
-        raise ValueError(f"valid_lens must be >= 0; got {valid_lens.min().item()}")
-    if valid_lens.numel() and valid_lens.max() > num_keys:
-        raise ValueError(
-            f"valid_lens must be <= the number of keys ({num_keys}); got {valid_lens.max().item()}"
-        )
+    if valid_lens.numel() and values_checked(valid_lens):
+        low, high = valid_lens.min().item(), valid_lens.max().item()
+        if low < 0:
+            raise ValueError(f"valid_lens must be >= 0; got {low}")
+        if high > num_keys:
+            raise ValueError(f"valid_lens must be <= the number of keys ({num_keys}); got {high}")

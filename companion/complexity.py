@@ -1,16 +1,17 @@
-"""What a layer costs: counted FLOPs, measured seconds and peak memory (chapters 4 and 8).
+"""What a layer costs: counted FLOPs, measured seconds and peak memory (sec-self-attention,
+sec-efficient-attention).
 
 A claim about speed is made twice in the book: once as a count that does not depend on the
 machine, once as a measurement on the reader's machine. The formulas below give the counts for
-the three ways of mixing a sequence of ``n`` vectors of width ``d`` that chapter 4 compares;
-:func:`count_flops` checks them against what PyTorch really runs, and :func:`time_call`
-measures.
+the three ways of mixing a sequence of ``n`` vectors of width ``d`` that sec-self-attention
+compares; :func:`count_flops` checks them against what PyTorch really runs, and
+:func:`time_call` measures.
 
 FLOPs count a multiply and an add as two operations, as ``torch.utils.flop_counter`` does.
 
 :func:`peak_memory` measures how much memory one forward pass of an attention layer needs
-(chapter 8), the way ``python -m companion.bench attention`` does: in a fresh process, from
-the growth of its resident set.
+(sec-efficient-attention), the way ``python -m companion.bench attention`` does: in a fresh
+process, from the growth of its resident set.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from companion.attention import DotProductAttention
+from companion.device import get_device
 from companion.efficient import LinearAttention
+from companion.measure import memory_probe, synchronize, use_threads
 
 
 def conv1d_flops(n: int, d: int, k: int, batch: int = 1) -> int:
@@ -73,21 +76,22 @@ def time_call(fn: Callable[[], object], repeats: int = 3, warmup: int = 1) -> fl
     The minimum, not the mean: on a shared machine other jobs only ever add time. Waits for the
     GPU before and after each call, since CUDA kernels run asynchronously.
     """
-    synchronize = torch.cuda.synchronize if torch.cuda.is_available() else lambda: None
+    device = get_device()
     with torch.no_grad():
         for _ in range(warmup):
             fn()
         best = float("inf")
         for _ in range(repeats):
-            synchronize()
+            synchronize(device)
             start = time.perf_counter()
             fn()
-            synchronize()
+            synchronize(device)
             best = min(best, time.perf_counter() - start)
     return best
 
 
-# Peak memory of one forward pass, measured as companion.bench measures it (chapter 8).
+# Peak memory of one forward pass, measured as companion.bench measures it
+# (sec-efficient-attention).
 
 IMPLEMENTATIONS = ("explicit", "fused", "linear")
 MIB = 2**20
@@ -110,12 +114,8 @@ def _peak_memory_worker(
     implementations: Sequence[str], lengths: Sequence[int], batch: int, heads: int, head_size: int
 ) -> dict[str, dict[str, float | None]]:
     """Runs in the fresh process that :func:`peak_memory` starts."""
-    from companion.bench.attention import memory_probe, synchronize
-    from companion.bench.common import set_threads
-    from companion.device import get_device
-
     device = get_device()
-    set_threads(device)
+    use_threads(device)
     probe = memory_probe(device)
     results: dict[str, dict[str, float | None]] = {name: {} for name in implementations}
     with torch.no_grad():

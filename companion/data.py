@@ -17,7 +17,7 @@ class KernelRegressionData(NamedTuple):
 
 
 def kernel_regression_target(x: torch.Tensor) -> torch.Tensor:
-    """The function chapter 1 tries to recover: ``f(x) = 2 sin(x) + x^0.8``."""
+    """The function sec-attention-pooling tries to recover: ``f(x) = 2 sin(x) + x^0.8``."""
     return 2 * torch.sin(x) + x**0.8
 
 

@@ -1,7 +1,8 @@
-"""Decoding an encoder-decoder: greedy search and beam search (chapter 3; used in chapter 7).
+"""Decoding an encoder-decoder: greedy search and beam search (sec-bahdanau; used in
+sec-transformer).
 
 **Decoding.** :func:`greedy_decode`, :func:`beam_search` and :func:`decode` work with any
-encoder/decoder pair that follows d2l's protocol (the Transformer of chapter 6 included)::
+encoder/decoder pair that follows d2l's protocol (the Transformer of sec-transformer included)::
 
     enc_all_outputs = encoder(src, src_valid_len)
     state = decoder.init_state(enc_all_outputs, src_valid_len)
@@ -13,9 +14,15 @@ They return a :class:`Decoded`: the token ids of each example up to (not includi
 
 Beam search keeps ``beam_size`` rows per example and must reorder the decoder's state as beams
 are picked. A decoder may define ``reorder_state(state, index)`` that returns the state of rows
-``index``; without it, every tensor in the state is taken to have its batch on axis 0 (true of
-d2l's Transformer decoder) and a tensor that does not is an error, not a silent mix-up.
-:class:`Seq2SeqAttentionDecoder` defines it, since its GRU state is ``(layers, batch, hiddens)``.
+``index``. companion's decoders define it and keep what comes from the encoder (its outputs,
+their projected keys and values) once per example: only what differs between beams, the
+self-attention caches or the GRU state, is reordered, and the decoder reads ``beams = rows /
+batch`` from the shapes. Without ``reorder_state``, every tensor in the state is taken to have
+its rows on axis 0 and is indexed; a tensor that does not is an error, not a silent mix-up.
+
+**Stopping early** once every row has emitted ``<eos>`` needs the host to read a value from the
+device. On the CPU that is free; on a GPU it would stall the queue of kernels at every step, so
+there the test runs every :data:`EOS_CHECK_EVERY` steps (finished rows only add ``<eos>``).
 """
 
 from __future__ import annotations
@@ -33,6 +40,14 @@ from companion.attention import record_attention
 from companion.checks import check_positive
 
 State = Any  # whatever a decoder's init_state returns: tensors in tuples, lists or dicts
+EOS_CHECK_EVERY = 8  # steps between the (syncing) checks for the end on an accelerator
+
+
+def _all_finished(finished: torch.Tensor, step: int) -> bool:
+    """Whether every row has finished, read only where reading it does not stall a device."""
+    if finished.device.type != "cpu" and (step + 1) % EOS_CHECK_EVERY:
+        return False
+    return bool(finished.all())
 
 
 @dataclass
@@ -159,7 +174,7 @@ def decode_steps(
             if save_attention_weights:
                 weights.append(_detached(model.decoder.attention_weights))
             last = token[:, None]
-            if finished.all():
+            if _all_finished(finished, t):
                 break
     return torch.stack(tokens, dim=1), torch.stack(log_probs, dim=1), weights
 
@@ -182,7 +197,7 @@ def greedy_decode(
     *,
     save_attention_weights: bool = False,
 ) -> Decoded:
-    """Greedy decoding (chapter 3): at each step the most likely next token.
+    """Greedy decoding (sec-bahdanau): at each step the most likely next token.
 
     ``model`` has an ``encoder`` and a ``decoder`` with d2l's protocol. ``src`` holds the
     ``(batch, src_steps)`` source ids, ``src_valid_len`` their ``(batch,)`` lengths or ``None``.
@@ -209,7 +224,7 @@ def beam_search(
     length_penalty: float = 0.0,
     save_attention_weights: bool = False,
 ) -> Decoded:
-    """Beam search (chapter 3): keep the ``beam_size`` best partial sequences of each example.
+    """Beam search (sec-bahdanau): keep the ``beam_size`` best partial sequences of each example.
 
     Sequences are ranked by ``log P(y) / L**length_penalty`` (d2l's ``alpha``; ``L`` counts
     the tokens scored, ``<eos>`` included); 0 ranks by log-probability alone. A finished
@@ -227,6 +242,7 @@ def beam_search(
     with _inference(model, save_attention_weights=False):
         state = model.decoder.init_state(model.encoder(src, src_valid_len), src_valid_len)
         rows = torch.arange(batch_size, device=device)
+        # K rows per example from now on (the encoder's part of the state stays one per example)
         state = _reorder_state(model.decoder, state, rows.repeat_interleave(K), batch_size)
         log_probs = torch.full((batch_size, K), float("-inf"), device=device)
         log_probs[:, 0] = 0.0  # at first only one live beam per example: (batch, K)
@@ -253,7 +269,7 @@ def beam_search(
             index = (rows[:, None] * K + parent).reshape(-1)  # (batch * K,): parent rows
             state = _reorder_state(model.decoder, state, index, batch_size * K)
             last = token.reshape(-1, 1)  # (batch * K, 1)
-            if finished.all():
+            if _all_finished(finished, t):
                 break
     final = log_probs / lengths.clamp(min=1).float() ** length_penalty  # (batch, K)
     top = final.argmax(dim=1)  # (batch,)

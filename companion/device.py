@@ -8,6 +8,7 @@ the numbers the same whichever device does the arithmetic.
 from __future__ import annotations
 
 import os
+import platform
 
 import torch
 
@@ -51,3 +52,19 @@ def get_device(name: str | None = None) -> torch.device:
             f"False. Set {DEVICE_VARIABLE}=auto to fall back to the CPU."
         )
     return torch.device(requested)
+
+
+def cpu_name() -> str:
+    """The processor's name as the operating system reports it, e.g. ``AMD EPYC 7B13``.
+
+    Linux names it in ``/proc/cpuinfo``; elsewhere ``platform`` gives what it can. Benchmarks
+    and the book's execution record print it next to their numbers.
+    """
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"

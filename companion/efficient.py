@@ -1,4 +1,4 @@
-"""Linear attention (chapter 8, efficient attention).
+"""Linear attention (sec-efficient-attention).
 
 **Linear attention** (Katharopoulos et al., 2020, "Transformers are RNNs") replaces the
 softmax's similarity ``exp(q . k / sqrt(d))`` by a kernel ``phi(q) . phi(k)`` with positive
@@ -28,10 +28,9 @@ from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
-from companion.attention import attention_mask
-from companion.checks import check_qkv, check_valid_lens, describe_shapes
+from companion.attention import KeepsWeights, attention_mask
+from companion.checks import check_attention_inputs, describe_shapes
 
 
 def feature_map(x: torch.Tensor) -> torch.Tensor:
@@ -61,8 +60,8 @@ def _divide(numerator: torch.Tensor, denominator: torch.Tensor) -> torch.Tensor:
     return numerator / denominator.masked_fill(denominator == 0, 1.0)
 
 
-class LinearAttention(nn.Module):
-    """Linear attention (chapter 8; Katharopoulos et al., 2020):
+class LinearAttention(KeepsWeights):
+    """Linear attention (sec-efficient-attention; Katharopoulos et al., 2020):
 
         V' = phi(Q) (phi(K)^T V) / (phi(Q) (phi(K)^T 1)),   phi(x) = elu(x) + 1
 
@@ -73,7 +72,9 @@ class LinearAttention(nn.Module):
 
     ``valid_lens`` of shape ``(batch,)`` or ``(batch, queries)`` keeps only the first
     ``valid_lens`` keys, as in :func:`companion.attention.attention_mask`; ``causal=True`` lets
-    query ``i`` see keys ``0..i`` only. A query with no valid key gets a zero output.
+    query ``i`` see keys ``0..i`` only (with fewer queries than keys, the queries are the last
+    steps, as in :func:`~companion.attention.attention_mask`). A query with no valid key gets a
+    zero output.
 
     Paths: by default the linear path runs, in O(n d_k d_v) time. Without a mask, or with one
     length per batch row, it keeps only the ``(d_k, d_v)`` sums; causal or per-query lengths
@@ -86,17 +87,6 @@ class LinearAttention(nn.Module):
     def __init__(self, *, need_weights: bool = False) -> None:
         super().__init__()
         self.need_weights = need_weights
-        self._attention_weights: torch.Tensor | None = None
-
-    @property
-    def attention_weights(self) -> torch.Tensor:
-        """The ``(batch, [heads,] queries, keys)`` weights of the last explicit forward pass."""
-        if self._attention_weights is None:
-            raise RuntimeError(
-                "no attention weights were kept: the linear path never forms them. Construct "
-                "the layer with need_weights=True to get them (at O(n^2) cost)"
-            )
-        return self._attention_weights
 
     def forward(
         self,
@@ -107,12 +97,9 @@ class LinearAttention(nn.Module):
         *,
         causal: bool = False,
     ) -> torch.Tensor:
-        check_qkv(queries, keys, values, ranks=(3, 4))
-        if queries.shape[-1] != keys.shape[-1]:
-            raise ValueError(
-                "queries and keys must have the same feature size d_k for linear attention; "
-                f"got {describe_shapes(queries=queries, keys=keys)}"
-            )
+        check_attention_inputs(
+            queries, keys, values, valid_lens, ranks=(3, 4), same_query_key_size=True
+        )
         if self.need_weights:  # explicit path: the n x n similarities, normalised per query
             scores_shape = (*queries.shape[:-1], keys.shape[-2])  # (batch, [heads,] n_q, n_k)
             mask = attention_mask(valid_lens, scores_shape, causal, queries.device)
@@ -124,9 +111,8 @@ class LinearAttention(nn.Module):
             return weights @ values  # (..., n_q, d_v)
 
         self._attention_weights = None
-        batch_size, num_queries, num_keys = queries.shape[0], queries.shape[-2], keys.shape[-2]
+        num_queries, num_keys = queries.shape[-2], keys.shape[-2]
         if valid_lens is not None:
-            check_valid_lens(valid_lens, batch_size, num_queries, num_keys)
             valid_lens = valid_lens.to(queries.device)
         phi_q, phi_k = feature_map(queries), feature_map(keys)  # (..., n_q or n_k, d_k)
         if causal or (valid_lens is not None and valid_lens.dim() == 2):
@@ -135,8 +121,9 @@ class LinearAttention(nn.Module):
             if valid_lens is not None:
                 lens = valid_lens[:, None] if valid_lens.dim() == 1 else valid_lens
                 limits = torch.minimum(limits, lens)
-            if causal:  # query i sees keys 0..i
-                limits = limits.clamp(max=torch.arange(1, num_queries + 1, device=queries.device))
+            if causal:  # query i sits at position num_keys - num_queries + i and sees up to it
+                last = torch.arange(num_queries, device=queries.device) + num_keys - num_queries
+                limits = torch.minimum(limits, (last + 1).clamp(min=0))
             if queries.dim() == 4:
                 limits = limits.unsqueeze(1)  # (batch or 1, 1, n_q): the same for every head
             return self._prefix_form(phi_q, phi_k, values, limits)
@@ -214,7 +201,7 @@ class LinearAttention(nn.Module):
         """Causal linear attention computed one step at a time with :meth:`step`: the same
         numbers as ``forward(queries, keys, values, causal=True)`` for self-attention, where
         queries and keys have the same number of steps."""
-        check_qkv(queries, keys, values, ranks=(3, 4))
+        check_attention_inputs(queries, keys, values, None, ranks=(3, 4))
         if queries.shape[-2] != keys.shape[-2]:
             raise ValueError(
                 "the recurrent form needs one query per key (self-attention); got "

@@ -1,4 +1,5 @@
-"""Scores for generated sequences: d2l's BLEU, its corpus average, and exact match.
+"""Scores for generated sequences: d2l's BLEU, its corpus average, the standard corpus BLEU,
+and exact match.
 
 d2l's BLEU (used wherever a chapter scores a translation) scores one prediction against
 one label. With ``K = min(k, len_pred)`` and ``p_n`` the clipped n-gram precision (matches of
@@ -25,6 +26,8 @@ How this relates to sacrebleu's BLEU (``sacrebleu.metrics.BLEU``), on the same t
 * Corpus level. sacrebleu's corpus BLEU sums counts over all sentences before dividing (so
   long sentences weigh more); :func:`corpus_bleu` here is d2l's habit of averaging sentence
   scores. The two differ on any corpus whose sentences score differently.
+  :func:`standard_corpus_bleu` is the pooled one, on a 0-1 scale: sacrebleu's corpus BLEU
+  (``tokenize='none'``, ``smooth_method='none'``) divided by 100, without sacrebleu.
 
 So the two agree exactly (d2l x 100 = sacrebleu, ``smooth_method='none'``,
 ``effective_order=True``) when every precision is 1, e.g. a perfect prediction or a shorter
@@ -90,6 +93,40 @@ def corpus_bleu(predictions: Sequence[Tokens], references: Sequence[Tokens], k: 
     """
     _check_same_length(predictions, references)
     return sum(bleu(p, r, k) for p, r in zip(predictions, references)) / len(predictions)
+
+
+def _ngrams(tokens: list[str], n: int) -> Counter:
+    return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+
+
+def standard_corpus_bleu(
+    predictions: Sequence[Tokens], references: Sequence[Tokens], k: int = 4
+) -> float:
+    """The standard corpus BLEU of Papineni et al. (sec-bahdanau), in [0, 1]: the number papers
+    report (times 100), sacrebleu's ``corpus_score`` with ``tokenize='none'`` and no smoothing.
+
+    The clipped n-gram matches ``m_n`` and the n-gram counts ``t_n`` are summed over *all*
+    sentences before dividing, and so are the lengths for the brevity penalty::
+
+        bleu = exp(min(0, 1 - ref_len / pred_len)) * exp(sum_{n=1..k} log(m_n / t_n) / k)
+
+    It is 0 if some order has no match at all. One reference per prediction.
+    """
+    _check_same_length(predictions, references)
+    if k <= 0:
+        raise ValueError(f"k must be positive; got {k}")
+    matches, totals = [0] * k, [0] * k  # summed over the corpus
+    pred_len = ref_len = 0
+    for prediction, reference in zip(predictions, references):
+        prediction, reference = _as_tokens(prediction), _as_tokens(reference)
+        pred_len, ref_len = pred_len + len(prediction), ref_len + len(reference)
+        for n in range(1, k + 1):  # each reference n-gram matched at most as often as it occurs
+            matches[n - 1] += sum((_ngrams(prediction, n) & _ngrams(reference, n)).values())
+            totals[n - 1] += max(len(prediction) - n + 1, 0)
+    if pred_len == 0 or 0 in matches:
+        return 0.0
+    brevity = math.exp(min(0.0, 1 - ref_len / pred_len))
+    return brevity * math.exp(sum(math.log(m / t) for m, t in zip(matches, totals)) / k)
 
 
 def exact_match(predictions: Sequence[Tokens], references: Sequence[Tokens]) -> float:

@@ -141,7 +141,7 @@ def plot_kernel_regression(
     *,
     path: str | Path | None = None,
 ) -> None:
-    """Training pairs as dots and one line per curve over ``x_test`` (chapter 1).
+    """Training pairs as dots and one line per curve over ``x_test`` (sec-attention-pooling).
 
     ``curves`` maps a legend label to the ``(len(x_test),)`` values to draw, for example
     ``{"truth": y_truth, "Nadaraya-Watson": predictions}``.
@@ -166,7 +166,8 @@ def plot_history(
     *,
     path: str | Path | None = None,
 ) -> None:
-    """Training curves from :func:`companion.train.train_seq2seq`'s history (chapters 3, 7).
+    """Training curves from :func:`companion.train.train_seq2seq`'s history (sec-bahdanau,
+    sec-transformer).
 
     Left: the training loss per epoch. Right: every held-out metric at the epochs where it
     was evaluated.

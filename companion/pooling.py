@@ -1,4 +1,4 @@
-"""Attention pooling by similarity: Nadaraya-Watson kernel regression (chapter 1).
+"""Attention pooling by similarity: Nadaraya-Watson kernel regression (sec-attention-pooling).
 
 Each query is compared with every key, the similarities are turned into weights with a
 softmax, and the prediction is the weighted average of the values:
@@ -48,7 +48,7 @@ def _gaussian_pool(
 def nadaraya_watson(
     queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, bandwidth: float = 1.0
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Non-parametric Nadaraya-Watson regression with a Gaussian kernel (chapter 1).
+    """Non-parametric Nadaraya-Watson regression with a Gaussian kernel (sec-attention-pooling).
 
     ``queries`` has shape ``(num_queries,)``. ``keys`` and ``values`` have shape ``(num_keys,)``,
     shared by all queries, or ``(num_queries, num_keys)``, one row of pairs per query.
@@ -61,7 +61,7 @@ def nadaraya_watson(
 
 
 class NWKernelRegression(nn.Module):
-    """Nadaraya-Watson regression with a learnable inverse bandwidth ``w`` (chapter 1).
+    """Nadaraya-Watson regression with a learnable inverse bandwidth ``w`` (sec-attention-pooling).
 
     ``f(q) = sum_i softmax_i(-((q - k_i) w)^2 / 2) v_i``. ``w`` starts at 1, the
     non-parametric model, and is trained by gradient descent. After a forward pass,

@@ -1,4 +1,4 @@
-"""Sinusoidal positional encoding (chapter 5, self-attention and positional encoding).
+"""Sinusoidal positional encoding (sec-positional-encoding).
 
 Same name, signature and numbers as d2l's ``PositionalEncoding``. Two extensions: any width
 works (d2l fails on an odd ``num_hiddens``), and ``forward`` takes a keyword-only ``offset``,

@@ -1,4 +1,5 @@
-"""Recipes that train the book's sequence models on a CPU in seconds (chapters 3 and 7).
+"""Recipes that train the book's sequence models on a CPU in seconds (sec-bahdanau,
+sec-transformer).
 
 A recipe names a task, a model and the settings that train it to quality quickly:
 

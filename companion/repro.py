@@ -13,6 +13,21 @@ import numpy as np
 import torch
 
 THREADS_VARIABLE = "COMPANION_NUM_THREADS"
+# The thread count `make test` and `make outputs` pin, and benchmarks use unless told otherwise.
+DEFAULT_THREADS = 2
+
+
+def configured_threads(default: int | None = DEFAULT_THREADS) -> int | None:
+    """The CPU thread count ``$COMPANION_NUM_THREADS`` asks for, or ``default`` when it is unset.
+
+    A value that is not a positive integer raises a ``ValueError`` naming the variable.
+    """
+    value = os.environ.get(THREADS_VARIABLE, "").strip()
+    if not value:
+        return default
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{THREADS_VARIABLE} must be a positive integer; got {value!r}")
+    return int(value)
 
 
 def reproducible(seed: int = 0) -> None:
@@ -22,9 +37,9 @@ def reproducible(seed: int = 0) -> None:
     torch keeps its own default, which is what a reader in Colab wants. Float sums depend on
     how the work is split between threads, so pinning them pins the last printed digit.
     """
-    threads = os.environ.get(THREADS_VARIABLE)
-    if threads:
-        torch.set_num_threads(int(threads))
+    threads = configured_threads(default=None)
+    if threads is not None:
+        torch.set_num_threads(threads)
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)

@@ -1,4 +1,5 @@
-"""Sequence to sequence: the RNN encoder, the Bahdanau attention decoder, and decoding (chapter 3).
+"""Sequence to sequence: the RNN encoder, the Bahdanau attention decoder, and decoding
+(sec-bahdanau).
 
 Names, signatures and parameter names follow d2l's PyTorch edition, so a d2l ``state_dict``
 loads into these classes with ``strict=True`` and code moves between the two books:
@@ -24,14 +25,14 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.parameter import UninitializedParameter
 
-from companion.attention import AdditiveAttention
+from companion.attention import AdditiveAttention, KVCache
 from companion.checks import check_dropout, check_positive, check_token_ids
 from companion.decoding import Decoded, State, decode, decode_steps
 from companion.train import sequence_loss
 
 
 def init_seq2seq(module: nn.Module) -> None:
-    """d2l's initialisation for seq2seq (chapter 3): Xavier-uniform weights in linear and GRU
+    """d2l's initialisation for seq2seq (sec-bahdanau): Xavier-uniform weights in linear and GRU
     layers, biases left as PyTorch sets them. Use as ``model.apply(init_seq2seq)``.
 
     Lazy layers not yet materialised are skipped, as d2l (which tests ``type(m) == nn.Linear``)
@@ -46,7 +47,7 @@ def init_seq2seq(module: nn.Module) -> None:
 
 
 class GRU(nn.Module):
-    """d2l's multilayer GRU (``d2l.GRU``; chapter 3): a thin wrapper around ``nn.GRU``,
+    """d2l's multilayer GRU (``d2l.GRU``; sec-bahdanau): a thin wrapper around ``nn.GRU``,
 
         h_t^(l) = GRU_l(h_t^(l-1), h_{t-1}^(l)),   h_t^(0) = x_t,   l = 1, ..., num_layers
 
@@ -72,7 +73,7 @@ class GRU(nn.Module):
 
 
 class Seq2SeqEncoder(nn.Module):
-    """The RNN encoder of sequence-to-sequence learning (chapter 3; Sutskever et al., 2014):
+    """The RNN encoder of sequence-to-sequence learning (sec-bahdanau; Sutskever et al., 2014):
 
         h_t = GRU(e(x_t), h_{t-1}),   t = 1, ..., T
 
@@ -106,7 +107,7 @@ class Seq2SeqEncoder(nn.Module):
 
 
 class Seq2SeqDecoder(nn.Module):
-    """The plain RNN decoder of sequence-to-sequence learning, without attention (chapter 3,
+    """The plain RNN decoder of sequence-to-sequence learning, without attention (sec-bahdanau,
     the fixed-context baseline; d2l's ``Seq2SeqDecoder``). Every step reads the same context:
 
         c = h_T   (the encoder's top-layer output at its last step, padding included, as d2l)
@@ -148,26 +149,27 @@ class Seq2SeqDecoder(nn.Module):
         return [outputs, hidden_state]
 
     def forward(self, X: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
-        enc_outputs, hidden_state = state  # (T, batch, H), (num_layers, batch, H)
-        X = check_token_ids(X, self.embedding.num_embeddings)  # (batch, num_steps)
-        if X.shape[0] != enc_outputs.shape[1]:
-            raise ValueError(f"X has batch {X.shape[0]}; the state {enc_outputs.shape[1]}")
-        embs = self.embedding(X.t())  # (num_steps, batch, embed_size)
+        enc_outputs, hidden_state = state  # (T, batch, H), (num_layers, rows, H)
+        X = check_token_ids(X, self.embedding.num_embeddings)  # (rows, num_steps)
+        beams = _beams_per_example(X, enc_outputs.shape[1], hidden_state)
+        embs = self.embedding(X.t())  # (num_steps, rows, embed_size)
         # The same context at every step: the top layer's output after the last source token.
-        context = enc_outputs[-1].expand(embs.shape[0], -1, -1)  # (num_steps, batch, H)
+        context = enc_outputs[-1].repeat_interleave(beams, dim=0)  # (rows, H)
+        context = context.expand(embs.shape[0], -1, -1)  # (num_steps, rows, H)
         outputs, hidden_state = self.rnn(torch.cat((embs, context), dim=-1), hidden_state)
-        outputs = self.dense(outputs).swapaxes(0, 1)  # (batch, num_steps, vocab_size)
+        outputs = self.dense(outputs).swapaxes(0, 1)  # (rows, num_steps, vocab_size)
         return outputs, [enc_outputs, hidden_state]
 
     def reorder_state(self, state: State, index: torch.Tensor) -> State:
-        """The state of batch rows ``index``, for beam search (both tensors are batch-second)."""
+        """Beam search keeps the GRU state of rows ``index``; the encoder outputs stay, one
+        copy per example."""
         enc_outputs, hidden_state = state
-        return [enc_outputs[:, index], hidden_state[:, index]]
+        return [enc_outputs, hidden_state[:, index]]
 
 
 class Seq2SeqAttentionDecoder(nn.Module):
-    """The RNN decoder with Bahdanau attention (chapter 3, "Bahdanau attention"; Bahdanau et
-    al., 2015). At each decoding step t' the previous decoder state queries the encoder:
+    """The RNN decoder with Bahdanau attention (sec-bahdanau; Bahdanau et al., 2015). At each
+    decoding step t' the previous decoder state queries the encoder:
 
         c_{t'} = sum_t alpha(s_{t'-1}, h_t) h_t
         alpha(s, h_t) = softmax_t( w_v^T tanh(W_q s + W_k h_t) )      (additive attention)
@@ -177,6 +179,10 @@ class Seq2SeqAttentionDecoder(nn.Module):
     state (``s_0``: the encoder's final state), padding masked by ``enc_valid_lens``.
     ``attention_weights`` is d2l's list of one ``(batch, 1, num_src_steps)`` tensor per step
     of the last forward pass. Parameter names are those of the book's class.
+
+    The state is d2l's ``(enc_outputs, hidden_state, enc_valid_lens)`` and a static
+    :class:`~companion.attention.KVCache` that holds the projected keys ``W_k h_t`` (and the
+    values ``h_t``), computed at the first step and reused at every later one.
     """
 
     def __init__(
@@ -190,13 +196,17 @@ class Seq2SeqAttentionDecoder(nn.Module):
         super().__init__()
         check_positive(vocab_size=vocab_size, embed_size=embed_size, num_hiddens=num_hiddens)
         check_positive(num_layers=num_layers)
-        self.attention = AdditiveAttention(num_hiddens, check_dropout(dropout))
+        self.attention = AdditiveAttention(
+            num_hiddens, check_dropout(dropout), query_size=num_hiddens, key_size=num_hiddens
+        )
         self.embedding = nn.Embedding(vocab_size, embed_size)
         rnn_dropout = dropout if num_layers > 1 else 0.0  # between layers only
         self.rnn = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers, dropout=rnn_dropout)
         self.dense = nn.Linear(num_hiddens, vocab_size)  # d2l: LazyLinear; same parameters
         self._attention_weights: list[torch.Tensor] = []
-        self.apply(init_seq2seq)
+        # As d2l: Xavier for the GRU and the output layer; attention keeps PyTorch's default.
+        self.rnn.apply(init_seq2seq)
+        self.dense.apply(init_seq2seq)
 
     def init_state(
         self, enc_outputs: tuple[torch.Tensor, torch.Tensor], enc_valid_lens: torch.Tensor | None
@@ -210,38 +220,52 @@ class Seq2SeqAttentionDecoder(nn.Module):
                 f"({layers}, batch, {hiddens})); got {tuple(outputs.shape)} and "
                 f"{tuple(hidden_state.shape)}"
             )
-        return outputs.permute(1, 0, 2), hidden_state, enc_valid_lens  # batch-first outputs
+        # Batch-first outputs, and a cache for their projections: (batch, T, H)
+        return outputs.permute(1, 0, 2), hidden_state, enc_valid_lens, KVCache(static=True)
 
     def forward(self, X: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
-        enc_outputs, hidden_state, enc_valid_lens = state  # (batch, T, H), (layers, batch, H)
-        X = check_token_ids(X, self.embedding.num_embeddings)  # (batch, num_steps)
-        if X.shape[0] != enc_outputs.shape[0]:
-            raise ValueError(f"X has batch {X.shape[0]}; the state {enc_outputs.shape[0]}")
-        embs = self.embedding(X).permute(1, 0, 2)  # (num_steps, batch, embed_size)
+        enc_outputs, hidden_state, enc_valid_lens, cache = state  # (batch, T, H), (L, rows, H)
+        X = check_token_ids(X, self.embedding.num_embeddings)  # (rows, num_steps)
+        beams = _beams_per_example(X, enc_outputs.shape[0], hidden_state)
+        embs = self.embedding(X).permute(1, 0, 2)  # (num_steps, rows, embed_size)
         outputs, self._attention_weights = [], []
-        for x in embs:  # x: (batch, embed_size)
-            query = hidden_state[-1].unsqueeze(1)  # s_{t'-1}: (batch, 1, H)
-            context = self.attention(query, enc_outputs, enc_outputs, enc_valid_lens)  # (b, 1, H)
-            x = torch.cat((context, x.unsqueeze(1)), dim=-1)  # (batch, 1, H + embed_size)
-            out, hidden_state = self.rnn(x.permute(1, 0, 2), hidden_state)  # (1, batch, H)
+        for x in embs:  # x: (rows, embed_size)
+            # s_{t'-1} queries the encoder; the beams of one example are queries of its outputs
+            query = hidden_state[-1].reshape(-1, beams, hidden_state.shape[-1])  # (batch, beams, H)
+            context = self.attention(query, enc_outputs, enc_outputs, enc_valid_lens, cache=cache)
+            context = context.reshape(-1, 1, context.shape[-1])  # (rows, 1, H)
+            x = torch.cat((context, x.unsqueeze(1)), dim=-1)  # (rows, 1, H + embed_size)
+            out, hidden_state = self.rnn(x.permute(1, 0, 2), hidden_state)  # (1, rows, H)
             outputs.append(out)
-            self._attention_weights.append(self.attention.attention_weights)  # (batch, 1, T)
-        outputs = self.dense(torch.cat(outputs, dim=0))  # (num_steps, batch, vocab_size)
-        return outputs.permute(1, 0, 2), (enc_outputs, hidden_state, enc_valid_lens)
+            weights = self.attention.attention_weights  # (batch, beams, T)
+            self._attention_weights.append(weights.reshape(-1, 1, weights.shape[-1]))
+        outputs = self.dense(torch.cat(outputs, dim=0))  # (num_steps, rows, vocab_size)
+        return outputs.permute(1, 0, 2), (enc_outputs, hidden_state, enc_valid_lens, cache)
 
     def reorder_state(self, state: State, index: torch.Tensor) -> State:
-        """The state of batch rows ``index``, for beam search (the GRU state is batch-second)."""
-        enc_outputs, hidden_state, enc_valid_lens = state
-        lens = None if enc_valid_lens is None else enc_valid_lens[index]
-        return enc_outputs[index], hidden_state[:, index], lens
+        """Beam search keeps the GRU state of rows ``index``; the encoder outputs, their
+        lengths and the projected keys stay, one copy per example."""
+        enc_outputs, hidden_state, enc_valid_lens, cache = state
+        return enc_outputs, hidden_state[:, index], enc_valid_lens, cache
 
     @property
     def attention_weights(self) -> list[torch.Tensor]:
         return self._attention_weights
 
 
+def _beams_per_example(X: torch.Tensor, batch_size: int, hidden_state: torch.Tensor) -> int:
+    """Rows of ``X`` per example: 1, or the beam size while beam search decodes. ``X`` must
+    have the rows of the GRU state ``(num_layers, rows, num_hiddens)``."""
+    if X.shape[0] != hidden_state.shape[1] or X.shape[0] % batch_size:
+        raise ValueError(
+            f"X has batch {X.shape[0]}; the decoder state has {hidden_state.shape[1]} rows "
+            f"for {batch_size} examples"
+        )
+    return X.shape[0] // batch_size
+
+
 class EncoderDecoder(nn.Module):
-    """The encoder-decoder architecture (chapter 3), d2l's ``EncoderDecoder``:
+    """The encoder-decoder architecture (sec-bahdanau), d2l's ``EncoderDecoder``:
 
         state = decoder.init_state(encoder(enc_X, *args), *args)
         Y_hat = decoder(dec_X, state)[0]        # (batch, num_steps, vocab_size)
@@ -292,7 +316,7 @@ class EncoderDecoder(nn.Module):
 
 
 class Seq2Seq(EncoderDecoder):
-    """d2l's RNN encoder-decoder for training (chapter 3): the loss ignores padding,
+    """d2l's RNN encoder-decoder for training (sec-bahdanau): the loss ignores padding,
 
         loss = sum_i m_i CE(Y_hat_i, Y_i) / sum_i m_i,    m_i = [Y_i != tgt_pad]
 

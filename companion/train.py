@@ -1,10 +1,12 @@
-"""Training sequence-to-sequence models with teacher forcing (chapters 3 and 7).
+"""Training: the one loop of the book, and its use for sequence to sequence (sec-bahdanau,
+sec-transformer).
 
-:func:`train_seq2seq` is the one training loop of the book. Each step feeds the decoder the
-gold target shifted right (teacher forcing), computes cross-entropy on the non-padding
-positions (optionally label-smoothed), clips the gradient norm and follows a one-cycle
-learning-rate schedule: a linear warm-up to ``lr``, then a cosine decay. It returns the
-loss and metric history as plain data and can plot it.
+:func:`fit` minimises any ``loss_fn(model, batch)`` with AdamW (weight decay on weight matrices
+only), a clipped gradient norm and a one-cycle learning-rate schedule: a linear warm-up to
+``lr``, then a cosine decay. It returns the loss and metric history as plain data and can plot
+it. :func:`train_seq2seq` is :func:`fit` with teacher forcing: the decoder reads the gold target
+shifted right, and the loss is cross-entropy on the non-padding positions (optionally
+label-smoothed).
 
 Progress: in Jupyter or Colab a single status line updates live; a script prints one line
 per evaluation to stderr. ``COMPANION_PROGRESS=off`` (set by ``make test`` and
@@ -23,12 +25,14 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.parameter import UninitializedParameter
 
 from companion.device import get_device
 
 PROGRESS_VARIABLE = "COMPANION_PROGRESS"
 
-Batch = tuple[torch.Tensor, ...]  # (src, tgt_input, src_valid_len, label)
+Batch = tuple[torch.Tensor, ...]  # e.g. (src, tgt_input, src_valid_len, label)
+LossFn = Callable[[nn.Module, Batch], torch.Tensor]  # (model, batch on the device) -> loss
 
 
 def sequence_loss(
@@ -72,33 +76,61 @@ class _Progress:
             print(text, file=sys.stderr)
 
 
-def train_seq2seq(
+def weight_decay_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """AdamW parameter groups: decay the weight matrices of linear, convolutional and recurrent
+    layers only. Biases, normalization weights and embeddings keep ``weight_decay = 0``: pulling a
+    bias or a LayerNorm gain towards 0 is not regularisation, and an embedding row is decayed at
+    every step whether or not its token occurs in the batch."""
+    exempt = (nn.Embedding, nn.LayerNorm, nn.BatchNorm1d, nn.BatchNorm2d, nn.GroupNorm)
+    decay, no_decay = [], []
+    for module in model.modules():
+        for name, param in module.named_parameters(recurse=False):
+            if not param.requires_grad:
+                continue
+            matrix = param.dim() >= 2 and not name.startswith("bias")
+            (no_decay if isinstance(module, exempt) or not matrix else decay).append(param)
+    return [
+        {"params": decay, "weight_decay": weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+
+
+def _materialize_lazy(model: nn.Module, loss_fn: LossFn, batch: Batch) -> None:
+    """Run one forward pass without gradients if a lazy layer has not yet fixed its sizes: the
+    optimizer needs real parameters (d2l does the same with a dummy batch)."""
+    if any(isinstance(p, UninitializedParameter) for p in model.parameters()):
+        with torch.no_grad():
+            loss_fn(model, batch)
+
+
+def fit(
     model: nn.Module,
     batches: Callable[[], Iterable[Batch]],
+    loss_fn: LossFn,
     *,
-    pad_index: int,
     num_epochs: int,
     lr: float = 3e-3,
     warmup: float = 0.1,
     weight_decay: float = 0.01,
     grad_clip: float = 1.0,
-    label_smoothing: float = 0.0,
     evaluate: Callable[[nn.Module], dict[str, float]] | None = None,
     eval_every: int = 1,
     stop_when: Callable[[dict[str, float]], bool] | None = None,
     device: torch.device | None = None,
     plot: bool = False,
 ) -> dict[str, list[Any]]:
-    """Train an encoder-decoder ``model(src, tgt_input, src_valid_len) -> logits``.
+    """Train ``model`` by minimising ``loss_fn(model, batch)``, the one training loop of the book.
 
-    ``batches()`` returns one epoch of ``(src, tgt_input, src_valid_len, label)`` batches, for
-    example ``lambda: companion.batches(arrays, 64, generator=g)``. Every ``eval_every``
-    epochs, ``evaluate(model)`` returns held-out metrics (such as exact match or BLEU), and
-    training stops early once ``stop_when(metrics)`` is true.
+    ``batches()`` returns one epoch of batches (tuples of tensors, moved to ``device`` here), for
+    example ``lambda: companion.batches(arrays, 64, generator=g)``. AdamW with
+    :func:`weight_decay_groups`, the gradient norm clipped to ``grad_clip``, and a one-cycle
+    schedule: a linear warm-up over the first ``warmup`` fraction of the steps to ``lr``, then a
+    cosine decay. Every ``eval_every`` epochs (and after the last), ``evaluate(model)`` returns
+    held-out metrics; training stops early once ``stop_when(metrics)`` is true.
 
-    Returns the history as lists: ``epoch``, ``loss`` (mean training loss of the epoch),
-    ``lr`` (at the end of the epoch), ``seconds`` (since the start), and one list per metric
-    (recorded at evaluated epochs, ``nan`` elsewhere).
+    Returns the history as lists, keys in a fixed order: ``epoch``, ``loss`` (mean training loss
+    of the epoch), ``lr`` (at the end of the epoch), ``seconds`` (since the start), then one list
+    per metric in the order ``evaluate`` returns them (``nan`` at epochs not evaluated).
     """
     if num_epochs <= 0:
         raise ValueError(f"num_epochs must be positive; got {num_epochs}")
@@ -106,47 +138,54 @@ def train_seq2seq(
         raise ValueError(f"warmup must be a fraction in [0, 1); got {warmup}")
     device = device or get_device()
     model.to(device)
-    steps_per_epoch = sum(1 for _ in batches())
+    # The first epoch is drawn once and kept: calling batches() again just to count the steps
+    # would use up a shuffle of its generator, and every later epoch would see other batches.
+    first_epoch = list(batches())
+    steps_per_epoch = len(first_epoch)
     if steps_per_epoch == 0:
         raise ValueError("batches() yielded no batch: is the training set empty?")
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+
+    def on_device(batch: Batch) -> Batch:
+        return tuple(t.to(device) for t in batch)
+
+    _materialize_lazy(model, loss_fn, on_device(first_epoch[0]))
+    optimizer = torch.optim.AdamW(weight_decay_groups(model, weight_decay), lr=lr)
+    total_steps = num_epochs * steps_per_epoch
+    pct_start = max(warmup, 1e-3)
+    if pct_start * total_steps == 1:  # OneCycleLR would divide by (1 - 1): one step is none
+        pct_start = 1e-3
     schedule = torch.optim.lr_scheduler.OneCycleLR(
-        optimizer,
-        max_lr=lr,
-        total_steps=num_epochs * steps_per_epoch,
-        pct_start=max(warmup, 1e-3),
-        anneal_strategy="cos",
+        optimizer, max_lr=lr, total_steps=total_steps, pct_start=pct_start, anneal_strategy="cos"
     )
     history: dict[str, list[Any]] = {"epoch": [], "loss": [], "lr": [], "seconds": []}
     progress, start = _Progress(), time.perf_counter()
     for epoch in range(1, num_epochs + 1):
         model.train()
-        total, count = 0.0, 0
-        for batch in batches():
-            src, tgt_input, src_valid_len, label = (t.to(device) for t in batch)
-            logits = model(src, tgt_input, src_valid_len)  # teacher forcing: (batch, steps, vocab)
-            loss = sequence_loss(logits, label, pad_index, label_smoothing)
+        total = torch.zeros((), device=device)  # summed on the device: no sync per step
+        for batch in first_epoch if epoch == 1 else batches():
+            loss = loss_fn(model, on_device(batch))
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
             optimizer.step()
             schedule.step()
-            total, count = total + loss.item(), count + 1
+            total += loss.detach()
         history["epoch"].append(epoch)
-        history["loss"].append(total / count)
+        history["loss"].append(total.item() / steps_per_epoch)
         history["lr"].append(schedule.get_last_lr()[0])
         metrics = {}
         if evaluate is not None and (epoch % eval_every == 0 or epoch == num_epochs):
             model.eval()
             with torch.no_grad():
                 metrics = evaluate(model)
-        for name in set(metrics) | (set(history) - {"epoch", "loss", "lr", "seconds"}):
-            column = history.setdefault(name, [math.nan] * (epoch - 1))
-            column.append(metrics.get(name, math.nan))
+        for name in metrics:  # a new metric gets its column, nan at earlier epochs
+            history.setdefault(name, [math.nan] * (epoch - 1))
+        for name in list(history)[4:]:  # the metric columns, in their order of first appearance
+            history[name].append(metrics.get(name, math.nan))
         history["seconds"].append(time.perf_counter() - start)
         shown = "  ".join(f"{k} {v:.4f}" for k, v in metrics.items())
         progress.update(
-            f"epoch {epoch}/{num_epochs}  loss {total / count:.4f}  {shown}  "
+            f"epoch {epoch}/{num_epochs}  loss {history['loss'][-1]:.4f}  {shown}  "
             f"{history['seconds'][-1]:.1f} s"
         )
         if stop_when is not None and metrics and stop_when(metrics):
@@ -157,3 +196,23 @@ def train_seq2seq(
 
         plot_history(history)
     return history
+
+
+def train_seq2seq(
+    model: nn.Module,
+    batches: Callable[[], Iterable[Batch]],
+    *,
+    pad_index: int,
+    label_smoothing: float = 0.0,
+    **options: Any,
+) -> dict[str, list[Any]]:
+    """Train an encoder-decoder ``model(src, tgt_input, src_valid_len) -> logits`` with teacher
+    forcing: :func:`fit` with :func:`sequence_loss` on ``(src, tgt_input, src_valid_len, label)``
+    batches. ``options`` are :func:`fit`'s (``num_epochs``, ``lr``, ``evaluate`` ...)."""
+
+    def loss_fn(model: nn.Module, batch: Batch) -> torch.Tensor:
+        src, tgt_input, src_valid_len, label = batch
+        logits = model(src, tgt_input, src_valid_len)  # (batch, steps, vocab)
+        return sequence_loss(logits, label, pad_index, label_smoothing)
+
+    return fit(model, batches, loss_fn, **options)

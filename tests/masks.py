@@ -28,6 +28,6 @@ def allowed(valid_lens, batch, queries, keys, causal=False) -> torch.Tensor:
                 if valid_lens is not None:
                     length = valid_lens[b] if valid_lens.dim() == 1 else valid_lens[b, i]
                     mask[b, i, j] &= bool(j < length)
-                if causal:
-                    mask[b, i, j] &= j <= i
+                if causal:  # query i sits at position keys - queries + i: the last queries
+                    mask[b, i, j] &= j <= keys - queries + i
     return mask

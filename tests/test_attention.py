@@ -290,7 +290,7 @@ def test_keys_and_values_with_different_steps(call):
 
 @pytest.mark.parametrize("need_weights", [True, False])
 def test_dot_product_needs_one_feature_size(need_weights):
-    match = r"same feature size d .*got queries \(2, 3, 4\), keys \(2, 5, 6\)"
+    match = r"same feature size d_k .*got queries \(2, 3, 4\), keys \(2, 5, 6\)"
     with pytest.raises(ValueError, match=match):
         dot(need_weights)(randn(2, 3, 4), randn(2, 5, 6), randn(2, 5, 6))
 
@@ -304,7 +304,7 @@ def test_a_layer_keeps_the_feature_sizes_of_its_first_call(need_weights):
         ((randn(2, 3, 5), randn(2, 4, 5), randn(2, 4, 7)), "keys", 6, "(2, 4, 5)"),
         ((randn(2, 3, 5), randn(2, 4, 6), randn(2, 4, 6)), "values", 7, "(2, 4, 6)"),
     ):
-        match = re.escape(f"{name} must have {size} features, as on this layer's first call; ")
+        match = re.escape(f"{name} must have {size} features, the input size of this layer; ")
         with pytest.raises(ValueError, match=match + re.escape(f"got shape {shape}")):
             layer(*args)
     # Also when the sizes came from a state dict rather than from a first call.
@@ -316,7 +316,7 @@ def test_a_layer_keeps_the_feature_sizes_of_its_first_call(need_weights):
     additive_layer = AdditiveAttention(4, 0.0)
     additive_layer(randn(2, 3, 5), randn(2, 4, 6), randn(2, 4, 7))
     with pytest.raises(
-        ValueError, match=re.escape("keys must have 6 features, as on this layer's")
+        ValueError, match=re.escape("keys must have 6 features, the input size of this layer")
     ):
         additive_layer(randn(2, 3, 5), randn(2, 4, 3), randn(2, 4, 7))
 

@@ -8,13 +8,8 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
-from companion import (
-    kernel_regression_data,
-    kernel_regression_target,
-    plot,
-    reproducible,
-    show_heatmaps,
-)
+from companion import kernel_regression_data, plot, reproducible, show_heatmaps
+from companion.data import kernel_regression_target
 from companion.plot import plot_kernel_regression
 
 

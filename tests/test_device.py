@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -50,3 +52,40 @@ def test_missing_cuda_is_an_error_not_a_fallback(monkeypatch):
 def test_missing_mps_is_an_error(monkeypatch):
     with pytest.raises(RuntimeError, match="COMPANION_DEVICE=mps was requested"):
         get_device("mps")
+
+
+def test_cpu_name_is_what_the_system_reports():
+    from companion.device import cpu_name
+
+    name = cpu_name()
+    assert isinstance(name, str) and name.strip() == name and name
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists() and "model name" in cpuinfo.read_text():
+        assert f": {name}\n" in cpuinfo.read_text()
+
+
+@pytest.mark.parametrize(
+    ("value", "default", "expected"),
+    [(None, 2, 2), (None, None, None), ("", 2, 2), ("3", 2, 3), (" 1 ", None, 1)],
+)
+def test_thread_count_comes_from_the_environment_or_the_default(
+    monkeypatch, value, default, expected
+):
+    from companion.repro import DEFAULT_THREADS, configured_threads
+
+    assert DEFAULT_THREADS == 2
+    if value is None:
+        monkeypatch.delenv("COMPANION_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("COMPANION_NUM_THREADS", value)
+    assert configured_threads(default) == expected
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-1", "1.5"])
+def test_a_bad_thread_count_names_the_variable(monkeypatch, value):
+    from companion.repro import configured_threads
+
+    monkeypatch.setenv("COMPANION_NUM_THREADS", value)
+    message = f"COMPANION_NUM_THREADS must be a positive integer; got '{value}'"
+    with pytest.raises(ValueError, match=message.replace(".", r"\.")):
+        configured_threads()

@@ -1,11 +1,17 @@
-"""The chapter 3 checkers pass correct answers and name the typical mistakes."""
+"""The chapter 3 checkers pass correct answers, name the typical mistakes, and fail solutions
+hard-wired to the chapter's variables."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from companion.attention import AdditiveAttention
-from companion.exercises.bahdanau import check_bahdanau_context, check_length_normalized_scores
+from companion.exercises.bahdanau import (
+    check_bahdanau_context,
+    check_bahdanau_step,
+    check_length_normalized_scores,
+)
 
 
 def context(enc_outputs, query, valid_lens, W_q, W_k, w_v, axis=-1, mask=True, permute=True):
@@ -101,5 +107,117 @@ def test_unfinished_and_crashing_answers(capsys):
     assert capsys.readouterr().out.startswith("not implemented yet: stub")
     assert not check_length_normalized_scores(stub)
     assert capsys.readouterr().out.startswith("not implemented yet: stub")
+    assert not check_bahdanau_step(stub)
+    assert capsys.readouterr().out.startswith("not implemented yet: stub")
     assert not check_bahdanau_context(lambda enc, query, *rest: torch.cat((enc, query)))
     assert "error: <lambda> raised RuntimeError" in capsys.readouterr().out
+
+
+def step(decoder, tokens, enc_outputs, hidden_state, valid_lens, *, context_first=True,
+         query_layer=-1, mask=True, carry_state=True, new_logits=True):
+    """One decoder step as a student writes it, with knobs for the usual mistakes."""
+    query = hidden_state[query_layer].unsqueeze(1)  # (batch, 1, H)
+    lens = valid_lens if mask else None
+    context = decoder.attention(query, enc_outputs, enc_outputs, lens).squeeze(1)  # (batch, H)
+    embedded = decoder.embedding(tokens)  # (batch, embed_size)
+    x = torch.cat((context, embedded) if context_first else (embedded, context), dim=-1)
+    output, new_state = decoder.rnn(x[None], hidden_state if carry_state else None)
+    return decoder.dense(output[0] if new_logits else hidden_state[-1]), new_state
+
+
+def step_by_hand(decoder, tokens, enc_outputs, hidden_state, valid_lens):
+    """The attention computed from the raw weights, the GRU called layer by layer: no
+    companion layer involved beyond the decoder's parameters."""
+    att = decoder.attention
+    features = torch.tanh(att.W_q(hidden_state[-1])[:, None] + att.W_k(enc_outputs))
+    scores = att.w_v(features).squeeze(-1)  # (batch, T)
+    padding = torch.arange(enc_outputs.shape[1]) >= valid_lens[:, None]
+    weights = torch.softmax(scores.masked_fill(padding, float("-inf")), dim=-1)
+    context = (weights[..., None] * enc_outputs).sum(1)  # (batch, H)
+    x = torch.cat((context, decoder.embedding(tokens)), dim=-1)
+    new_state = []
+    for layer in range(decoder.rnn.num_layers):
+        cell = torch.nn.GRUCell(x.shape[-1], decoder.rnn.hidden_size)
+        cell.weight_ih, cell.weight_hh = (getattr(decoder.rnn, f"weight_{w}_l{layer}")
+                                          for w in ("ih", "hh"))
+        cell.bias_ih, cell.bias_hh = (getattr(decoder.rnn, f"bias_{w}_l{layer}")
+                                      for w in ("ih", "hh"))
+        x = cell(x, hidden_state[layer])
+        new_state.append(x)
+    return decoder.dense(x), torch.stack(new_state)
+
+
+@pytest.mark.parametrize("answer", [step, step_by_hand])
+def test_bahdanau_step_pass(answer, capsys):
+    assert check_bahdanau_step(answer)
+    assert capsys.readouterr().out.startswith(f"pass: {answer.__name__} matches")
+
+
+@pytest.mark.parametrize(
+    "flags, hint",
+    [
+        ({"context_first": False}, "the GRU input is in the wrong order"),
+        ({"query_layer": 0}, "the query is the bottom layer's state"),
+        ({"mask": False}, "padding got attention"),
+        ({"carry_state": False}, "the GRU started from zeros"),
+        ({"new_logits": False}, "the logits come from the previous state"),
+    ],
+)
+def test_bahdanau_step_hints(flags, hint, capsys):
+    assert not check_bahdanau_step(lambda *inputs: step(*inputs, **flags))
+    assert hint in capsys.readouterr().out
+
+
+def test_bahdanau_step_names_the_output_that_differs(capsys):
+    cases = [
+        (lambda *inputs: step(*inputs)[0], "expected a tuple of 2 outputs, got Tensor"),
+        (lambda *inputs: (step(*inputs)[0], inputs[3]), "new hidden state: values differ"),
+        (lambda *inputs: (step(*inputs)[0][:, None], step(*inputs)[1]), "logits: shape"),
+    ]
+    for wrong, hint in cases:
+        assert not check_bahdanau_step(wrong)
+        assert hint in capsys.readouterr().out
+
+
+def test_bahdanau_step_leaves_the_global_random_state_alone(capsys):
+    before = torch.get_rng_state()
+    assert check_bahdanau_step(step)
+    assert torch.equal(torch.get_rng_state(), before)
+
+
+def test_solutions_hard_wired_to_the_chapter_fail(capsys):
+    """The chapter's sizes: 64 hidden units, 4 examples of 11 source steps; 6 hypotheses."""
+    chapter_keys = torch.randn(4, 11, 64)  # as the chapter's keys (batch, T, h)
+    chapter_lengths = torch.tensor([5, 7, 9, 11])
+
+    def bahdanau_context(enc_outputs, query, valid_lens, W_q, W_k, w_v):
+        return context(chapter_keys.permute(1, 0, 2), query, valid_lens, W_q, W_k, w_v)
+
+    def bahdanau_step(decoder, tokens, enc_outputs, hidden_state, valid_lens):
+        return step(decoder, tokens, enc_outputs, hidden_state, chapter_lengths)
+
+    def length_normalized_scores(log_probs, lengths, alpha):
+        return scores(log_probs, lengths, 1.0)  # the chapter's alpha = 1
+
+    for _ in range(3):
+        assert not check_bahdanau_context(bahdanau_context)
+        assert "error: bahdanau_context raised" in capsys.readouterr().out
+        assert not check_bahdanau_step(bahdanau_step)
+        assert "error: bahdanau_step raised" in capsys.readouterr().out
+        assert not check_length_normalized_scores(length_normalized_scores)
+        assert "alpha is ignored" in capsys.readouterr().out
+
+
+def test_the_sizes_are_fresh_and_not_the_chapters(capsys):
+    seen = set()
+
+    def record(decoder, tokens, enc_outputs, hidden_state, valid_lens):
+        seen.add((*hidden_state.shape, enc_outputs.shape[1], decoder.dense.out_features))
+        return step(decoder, tokens, enc_outputs, hidden_state, valid_lens)
+
+    for _ in range(3):
+        assert check_bahdanau_step(record)
+    assert len(seen) > 3
+    for layers, batch, hiddens, steps, vocab in seen:
+        assert layers > 1 and hiddens != 64 and steps not in (11, 30)
+        assert batch not in (3, 4) and vocab not in (14, 15, 63)

@@ -5,7 +5,11 @@ from __future__ import annotations
 import torch
 
 from companion import MultiHeadAttention
-from companion.exercises.multihead import check_merge_heads, check_split_heads
+from companion.exercises.multihead import (
+    check_head_ablation,
+    check_merge_heads,
+    check_split_heads,
+)
 
 
 def split_heads(X, num_heads):
@@ -50,10 +54,7 @@ def test_split_heads_hints(capsys):
             lambda X, h: split_heads(X, h).reshape(-1, X.shape[1], X.shape[2] // h),
             "that is d2l's layout (batch*heads, n, d/heads)",
         ),
-        (
-            lambda X, h: split_heads(X, h)[..., :-1],
-            "shape: expected (2, 3, 5, 4), got (2, 3, 5, 3)",
-        ),
+        (lambda X, h: split_heads(X, h)[..., :-1], "shape: expected"),
         (lambda X, h: split_heads(X, h) + 0.1, "values differ first at position (0, 0, 0, 0)"),
         (lambda X, h: split_heads(X, h).tolist(), "expected a torch.Tensor, got list"),
     ]
@@ -69,7 +70,7 @@ def test_split_heads_stub_and_crash(capsys):
 
     assert not check_split_heads(stub)
     assert capsys.readouterr().out.startswith("not implemented yet: stub")
-    assert not check_split_heads(lambda X, h: X.reshape(7, -1, h))
+    assert not check_split_heads(lambda X, h: X @ X.new_ones(X.shape[-1] + 1, h))
     assert "error: <lambda> raised RuntimeError" in capsys.readouterr().out
 
 
@@ -99,7 +100,7 @@ def test_merge_heads_hints(capsys):
             lambda H: H.reshape(H.shape[0], H.shape[1], -1),
             "each head's positions were flattened together",
         ),
-        (lambda H: H, "shape: expected (2, 5, 12), got (2, 3, 5, 4)"),
+        (lambda H: H, "shape: expected"),
         (lambda H: merge_heads(H) * 2, "values differ first at position (0, 0, 0)"),
     ]
     for wrong, hint in cases:
@@ -126,3 +127,136 @@ def test_reference_split_and_merge_are_what_companion_runs():
     weights = torch.softmax(Q @ K.transpose(-2, -1) / 2.0, dim=-1)  # sqrt(p) = sqrt(4)
     torch.testing.assert_close(layer.W_o(merge_heads(weights @ V)), expected)
     torch.testing.assert_close(merge_heads(split_heads(X, 3)), X)
+
+
+# ----------------------------------------------------------------------------- the chapter's
+# variables: a walkthrough passed the old checkers with code that ignores its arguments.
+
+batch, steps, d, h = 2, 5, 12, 3  # the chapter's split
+p = d // h
+
+
+def test_a_split_hard_wired_to_the_chapter_fails(capsys):
+    def split_heads(X, num_heads):
+        return X.reshape(batch, steps, h, p).transpose(1, 2)
+
+    for _ in range(3):  # fresh shapes on every call: it fails every time
+        assert not check_split_heads(split_heads)
+        assert "pass" not in capsys.readouterr().out
+
+
+def test_a_merge_hard_wired_to_the_chapter_fails(capsys):
+    def merge_heads(H):
+        return H.transpose(1, 2).reshape(batch, steps, d)
+
+    for _ in range(3):
+        assert not check_merge_heads(merge_heads)
+        assert "pass" not in capsys.readouterr().out
+
+
+def test_shapes_are_fresh_on_every_call():
+    calls = []
+
+    def spy(X, num_heads):
+        calls[-1].append((*X.shape, num_heads))
+        return split_heads(X, num_heads)
+
+    for _ in range(4):
+        calls.append([])
+        assert check_split_heads(spy)
+    trials = [tuple(shapes[-5:]) for shapes in calls]  # the 5 trials of each call
+    assert len(set(trials)) == len(trials)  # no call repeats another's inputs
+    for batch_size, num_steps, width, num_heads in sum(calls, []):
+        assert batch_size != batch and num_steps != steps and num_heads != h and width != d
+
+
+# ----------------------------------------------------------------------------- ablation
+
+
+def ablate_head(W_o, head, num_heads):
+    p = W_o.shape[1] // num_heads
+    W_o = W_o.clone()
+    W_o[:, head * p : (head + 1) * p] = 0
+    return W_o
+
+
+def test_head_ablation_pass(capsys):
+    assert check_head_ablation(ablate_head)
+    assert capsys.readouterr().out.startswith("pass: ablate_head matches the reference")
+
+    def in_place(W_o, head, num_heads):  # changing the argument is allowed
+        W_o.unflatten(1, (num_heads, -1))[:, head] = 0
+        return W_o
+
+    assert check_head_ablation(in_place)
+    assert capsys.readouterr().out.startswith("pass")
+
+
+def test_head_ablation_removes_the_head_from_the_layer():
+    """The reference is right: the layer's output no longer depends on that head's values."""
+    torch.manual_seed(0)
+    layer = MultiHeadAttention(num_hiddens=12, num_heads=3, dropout=0.0)
+    X = torch.randn(2, 5, 12)
+    _ = layer(X, X, X)
+    with torch.no_grad():
+        layer.W_o.weight.copy_(ablate_head(layer.W_o.weight, 1, 3))
+        changed = X.clone()
+        before = layer(X, X, X)
+        layer.W_v.weight[4:8] += 1.0  # head 1's values only
+        torch.testing.assert_close(layer(changed, changed, changed), before)
+        layer.W_v.weight[0:4] += 1.0  # head 0's values do matter
+        assert not torch.allclose(layer(changed, changed, changed), before)
+
+
+def test_head_ablation_hints(capsys):
+    def rows(W_o, head, num_heads):
+        p = W_o.shape[0] // num_heads
+        W_o = W_o.clone()
+        W_o[head * p : (head + 1) * p] = 0
+        return W_o
+
+    def interleaved(W_o, head, num_heads):
+        W_o = W_o.clone()
+        W_o[:, head::num_heads] = 0
+        return W_o
+
+    def kept(W_o, head, num_heads):
+        return W_o - ablate_head(W_o, head, num_heads)
+
+    def counted_from_one(W_o, head, num_heads):
+        return ablate_head(W_o, (head - 1) % num_heads, num_heads)
+
+    cases = [
+        (rows, "you zeroed rows of W_o.weight"),
+        (interleaved, "you zeroed every heads-th column"),
+        (kept, "you kept only that head"),
+        (counted_from_one, "the columns of a neighbouring head"),
+        (lambda W, i, h: W, "nothing was zeroed"),
+        (lambda W, i, h: ablate_head(W, i, h)[:, :-1], "shape: expected"),
+        (lambda W, i, h: ablate_head(W, i, h) * 2, "values differ first at position"),
+    ]
+    for wrong, hint in cases:
+        assert not check_head_ablation(wrong)
+        out = capsys.readouterr().out
+        assert hint in out, out
+
+
+def test_head_ablation_hard_wired_to_the_chapter_fails(capsys):
+    p_task = 32 // 2  # the chapter's digit model: width 32, two heads
+
+    def ablate_head(W_o, head, num_heads):
+        W_o = W_o.clone()
+        W_o[:, head * p_task : (head + 1) * p_task] = 0
+        return W_o
+
+    for _ in range(3):
+        assert not check_head_ablation(ablate_head)
+        assert "pass" not in capsys.readouterr().out
+
+
+def test_head_ablation_stub(capsys):
+    def stub(W_o, head, num_heads):
+        raise NotImplementedError()
+
+    assert not check_head_ablation(stub)
+    assert capsys.readouterr().out.startswith("not implemented yet: stub")

@@ -64,8 +64,8 @@ def test_sinusoidal_encoding_hints(capsys):
         (lambda n, d: encoding(n, d, base=100.0), "the same as i / 100^(2j/d)"),
         (split, "that is the split layout"),
         (lambda n, d: encoding(n, d, start=1), "positions start at 0"),
-        (lambda n, d: encoding(n, d).T, "shape: expected (28, 24), got (24, 28)"),
-        (lambda n, d: encoding(n, d)[None], "shape: expected (28, 24), got (1, 28, 24)"),
+        (lambda n, d: encoding(n, d).T, "shape: expected"),
+        (lambda n, d: encoding(n, d)[None], "shape: expected"),
         (lambda n, d: encoding(n, d).tolist(), "expected a torch.Tensor, got list"),
         (lambda n, d: encoding(n, d) * 2, "values differ first at position (0, 1)"),
     ]
@@ -121,8 +121,7 @@ def split_rotation(delta, num_hiddens):
     """The interleaved blocks placed on columns (j, j + d/2)."""
     d, M = num_hiddens, rotation(delta, num_hiddens)
     order = torch.cat([torch.arange(0, d, 2), torch.arange(1, d, 2)])  # split -> interleaved
-    inverse = torch.argsort(order)
-    return M[inverse][:, inverse]
+    return M[order][:, order]  # split column k is interleaved column order[k]
 
 
 def test_rotation_matrix_hints(capsys):
@@ -148,3 +147,44 @@ def test_rotation_matrix_stub(capsys):
 
     assert not check_rotation_matrix(stub)
     assert capsys.readouterr().out.startswith("not implemented yet: stub")
+
+
+# The chapter's variables: a solution that reads them instead of its arguments must fail.
+d, n = 32, 60
+chapter_table = PositionalEncoding(d, 0.0).P[0]  # the chapter's `encoding.P[0]`, (1000, 32)
+
+
+def test_an_encoding_hard_wired_to_the_chapter_fails(capsys):
+    def sinusoidal_encoding(max_len, num_hiddens):
+        return chapter_table[:max_len]  # the chapter's width, whatever num_hiddens says
+
+    def fixed_width(max_len, num_hiddens):
+        return encoding(max_len, d)
+
+    for wrong in (sinusoidal_encoding, fixed_width):
+        for _ in range(3):
+            assert not check_sinusoidal_encoding(wrong)
+            assert "shape: expected" in capsys.readouterr().out
+
+
+def test_a_rotation_hard_wired_to_the_chapter_fails(capsys):
+    def rotation_matrix(delta, num_hiddens):
+        return rotation(delta, d)
+
+    for _ in range(3):
+        assert not check_rotation_matrix(rotation_matrix)
+        assert "shape: expected" in capsys.readouterr().out
+
+
+def test_sizes_are_fresh_on_every_call_and_never_the_chapter():
+    calls = []
+
+    def spy(max_len, num_hiddens):
+        calls[-1].append((max_len, num_hiddens))
+        return encoding(max_len, num_hiddens)
+
+    for _ in range(4):
+        calls.append([])
+        assert check_sinusoidal_encoding(spy)
+    assert len({tuple(sizes) for sizes in calls}) == len(calls)
+    assert all(max_len != n and width != d for max_len, width in sum(calls, []))

@@ -1,4 +1,5 @@
-"""Chapter 2's checkers pass correct answers and name the typical mistakes."""
+"""Chapter 2's checkers pass correct answers, name the typical mistakes, and fail solutions
+hard-wired to the chapter's variables."""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def test_masked_softmax_pass(answer, capsys):
         (lambda X, v: masked(X, v, fill=0.0), "masked scores were set to 0"),
         (lambda X, v: masked(X, v, after=True), "the mask was applied after the softmax"),
         (lambda X, v: masked(X, v, per_query=False), "valid_lens per query ignored"),
-        (lambda X, v: masked(X, v).transpose(1, 2), "shape: expected (2, 4, 6), got (2, 6, 4)"),
+        (lambda X, v: masked(X, v).transpose(1, 2), "shape: expected"),
     ],
 )
 def test_masked_softmax_hints(wrong, hint, capsys):
@@ -104,10 +105,8 @@ def test_scaled_dot_product_pass(capsys):
         ),
         (lambda q, k, v, lens: attend(q, k, v, lens, axis=1), "softmax over the wrong axis"),
         (lambda q, k, v, lens: attend(q, k, v, lens, fill=None), "mask missing"),
-        (
-            lambda q, k, v, lens: attend(q, k, v, lens).transpose(1, 2),
-            "shape: expected (2, 4, 3), got (2, 3, 4)",
-        ),
+        (lambda q, k, v, lens: attend(q, k, v, lens, fill=0.0), "masked scores were set to 0"),
+        (lambda q, k, v, lens: attend(q, k, v, lens).transpose(1, 2), "shape: expected"),
     ],
 )
 def test_scaled_dot_product_hints(wrong, hint, capsys):
@@ -122,3 +121,58 @@ def test_stub_is_not_implemented_yet(checker, capsys):
 
     assert not checker(stub)
     assert capsys.readouterr().out.startswith("not implemented yet: stub raises")
+
+
+def test_the_sizes_are_fresh_all_different_and_not_the_chapters(capsys):
+    seen = set()
+
+    def record(queries, keys, values, valid_lens):
+        (batch, n_q, d), n_k, v = queries.shape, keys.shape[1], values.shape[-1]
+        seen.add((batch, n_q, n_k, d, v))
+        return attend(queries, keys, values, valid_lens)
+
+    for _ in range(4):
+        assert check_scaled_dot_product(record)
+    assert len(seen) > 4
+    for sizes in seen:
+        assert len(set(sizes)) == 5, sizes
+        assert sizes[0] not in (1, 2, 4) and sizes[3] not in (2, 4, 8, 20, 64, 256), sizes
+
+
+def test_solutions_hard_wired_to_the_chapter_fail(capsys):
+    """The chapter's exercise variables: Q (2, 5, 8), K (2, 7, 8), V (2, 7, 3), and its X."""
+    generator = torch.Generator().manual_seed(2)
+    Q, K = torch.randn(2, 5, 8, generator=generator), torch.randn(2, 7, 8, generator=generator)
+    V = torch.randn(2, 7, 3, generator=generator)
+    X = torch.rand(2, 2, 4)
+
+    def scaled_dot_product(queries, keys, values, valid_lens):
+        scores = queries @ keys.transpose(1, 2) / math.sqrt(Q.shape[-1])  # the chapter's d
+        return masked(scores, valid_lens) @ values
+
+    def attend_to_the_chapters_keys(queries, keys, values, valid_lens):
+        return attend(queries, K, V, valid_lens)
+
+    def masked_softmax_by_hand(scores, valid_lens):
+        keep = torch.arange(X.shape[-1]) < valid_lens.reshape(len(valid_lens), -1)[..., None]
+        return torch.softmax(scores.masked_fill(~keep, -1e6), dim=-1)  # the chapter's X keys
+
+    for _ in range(3):
+        assert not check_scaled_dot_product(scaled_dot_product)
+        assert "hint:" in capsys.readouterr().out
+        assert not check_scaled_dot_product(attend_to_the_chapters_keys)
+        assert "error: attend_to_the_chapters_keys raised" in capsys.readouterr().out
+        assert not check_masked_softmax(masked_softmax_by_hand)
+        assert "error: masked_softmax_by_hand raised RuntimeError" in capsys.readouterr().out
+
+
+def test_a_seed_repeats_a_run(capsys):
+    seen = []
+
+    def record(X, valid_lens):
+        seen.append((tuple(X.shape), tuple(valid_lens.shape)))
+        return masked(X, valid_lens)
+
+    assert check_masked_softmax(record, seed=11) and check_masked_softmax(record, seed=11)
+    assert seen[:5] == seen[5:]
+    assert {len(lens) for _, lens in seen} == {1, 2}  # both shapes of valid_lens are tried

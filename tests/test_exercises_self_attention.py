@@ -1,4 +1,5 @@
-"""The chapter 4 checkers pass correct answers and name typical mistakes."""
+"""The chapter 4 checkers pass correct answers, name typical mistakes, and fail solutions
+hard-wired to the chapter's variables."""
 
 from __future__ import annotations
 
@@ -6,14 +7,25 @@ import math
 
 import torch
 
+from companion import DotProductAttention
 from companion.exercises.self_attention import check_graph_attention_mask, check_self_attention
 
 
-def self_attention(X, W_q, W_k, W_v, divisor=None, axis=-1, transposed=False):
+def self_attention(X, W_q, W_k, W_v, mask, divisor=None, axis=-1, transposed=False, fill="-inf"):
+    """Self-attention as a student writes it, with knobs for the usual mistakes."""
     Q, K, V = X @ W_q, X @ W_k, X @ W_v
     scores = K @ Q.T if transposed else Q @ K.T
-    divisor = math.sqrt(Q.shape[-1]) if divisor is None else divisor
-    return torch.softmax(scores / divisor, dim=axis) @ V
+    scores = scores / (math.sqrt(Q.shape[-1]) if divisor is None else divisor)
+    if fill == "-inf":
+        scores = scores.masked_fill(~mask, float("-inf"))
+    elif fill == "zero":
+        scores = scores.masked_fill(~mask, 0.0)
+    elif fill == "transposed":
+        scores = scores.masked_fill(~mask.T, -1e9)
+    weights = torch.softmax(scores, dim=axis)
+    if fill == "after":
+        weights = weights * mask
+    return weights @ V
 
 
 def test_self_attention_pass(capsys):
@@ -21,29 +33,50 @@ def test_self_attention_pass(capsys):
     assert capsys.readouterr().out.startswith("pass: self_attention matches the reference")
 
 
-def test_self_attention_agrees_with_torch(capsys):
-    def fused(X, W_q, W_k, W_v):
-        return torch.nn.functional.scaled_dot_product_attention(X @ W_q, X @ W_k, X @ W_v)
+def test_self_attention_agrees_with_torch_and_companion(capsys):
+    def fused(X, W_q, W_k, W_v, mask):
+        Q, K, V = X @ W_q, X @ W_k, X @ W_v
+        return torch.nn.functional.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
 
-    assert check_self_attention(fused)
-    assert capsys.readouterr().out.startswith("pass")
+    def with_companion(X, W_q, W_k, W_v, mask):
+        if not mask.all():  # companion's layers take lengths, not any mask: torch's kernel
+            return fused(X, W_q, W_k, W_v, mask)
+        Q, K, V = (X @ W_q)[None], (X @ W_k)[None], (X @ W_v)[None]
+        return DotProductAttention(dropout=0.0, need_weights=True)(Q, K, V)[0]
+
+    for answer in (fused, with_companion):
+        assert check_self_attention(answer)
+        assert capsys.readouterr().out.startswith("pass")
 
 
 def test_self_attention_hints(capsys):
     cases = [
-        (lambda X, q, k, v: self_attention(X, q, k, v, divisor=1.0), "not scaled"),
-        (lambda X, q, k, v: self_attention(X, q, k, v, divisor=q.shape[1]), "not by d_k"),
+        (lambda X, q, k, v, m: self_attention(X, q, k, v, m, divisor=1.0), "not scaled"),
+        (lambda X, q, k, v, m: self_attention(X, q, k, v, m, divisor=q.shape[1]), "not by d_k"),
         (
-            lambda X, q, k, v: self_attention(X, q, k, v, divisor=math.sqrt(X.shape[1])),
+            lambda X, q, k, v, m: self_attention(X, q, k, v, m, divisor=math.sqrt(X.shape[1])),
             "the scale uses the width d of X",
         ),
-        (lambda X, q, k, v: self_attention(X, q, k, v, axis=0), "softmax over the wrong axis"),
+        (lambda X, q, k, v, m: self_attention(X, q, k, v, m, axis=0), "the wrong axis"),
         (
-            lambda X, q, k, v: self_attention(X, q, k, v, transposed=True),
+            lambda X, q, k, v, m: self_attention(X, q, k, v, m, transposed=True),
             "the scores are transposed (K Q^T)",
         ),
-        (lambda X, q, k, v: self_attention(X, q, k, v).T, "shape: expected (5, 3), got (3, 5)"),
-        (lambda X, q, k, v: self_attention(X, q, k, v) + 0.1, "values differ first at (0, 0)"),
+        (lambda X, q, k, v, m: self_attention(X, q, k, v, m, fill=None), "the mask is ignored"),
+        (
+            lambda X, q, k, v, m: self_attention(X, q, k, v, m, fill="zero"),
+            "masked scores were set to 0",
+        ),
+        (
+            lambda X, q, k, v, m: self_attention(X, q, k, v, m, fill="transposed"),
+            "the mask is transposed",
+        ),
+        (
+            lambda X, q, k, v, m: self_attention(X, q, k, v, m, fill="after"),
+            "the mask was applied after the softmax",
+        ),
+        (lambda X, q, k, v, m: self_attention(X, q, k, v, m).T, "shape: expected"),
+        (lambda X, q, k, v, m: self_attention(X, q, k, v, m) + 0.1, "values differ first"),
     ]
     for wrong, hint in cases:
         assert not check_self_attention(wrong)
@@ -52,12 +85,12 @@ def test_self_attention_hints(capsys):
 
 
 def test_self_attention_stub_and_crash(capsys):
-    def stub(X, W_q, W_k, W_v):
+    def stub(X, W_q, W_k, W_v, mask):
         raise NotImplementedError()
 
     assert not check_self_attention(stub)
     assert capsys.readouterr().out.startswith("not implemented yet: stub")
-    assert not check_self_attention(lambda X, q, k, v: X @ q @ k)
+    assert not check_self_attention(lambda X, q, k, v, m: X @ q @ k)
     assert "error: <lambda> raised RuntimeError" in capsys.readouterr().out
 
 
@@ -81,7 +114,7 @@ def test_graph_attention_mask_hints(capsys):
             lambda a: graph_mask(a, transposed=True, self_loops=False),
             "transposed (use adjacency.T) and the self-loops are missing",
         ),
-        (lambda a: graph_mask(a)[:, :-1], "shape: expected (7, 7), got (7, 6)"),
+        (lambda a: graph_mask(a)[:, :-1], "shape: expected"),
         (lambda a: graph_mask(a).float(), "the mask must be a bool tensor"),
         (lambda a: graph_mask(a).tolist(), "expected a torch.Tensor, got list"),
         (lambda a: ~graph_mask(a), "values differ first at position (0, 0)"),
@@ -98,3 +131,41 @@ def test_graph_attention_mask_stub(capsys):
 
     assert not check_graph_attention_mask(stub)
     assert capsys.readouterr().out.startswith("not implemented yet: stub")
+
+
+def test_the_sizes_are_fresh_all_different_and_not_the_chapters(capsys):
+    seen = set()
+
+    def record(X, W_q, W_k, W_v, mask):
+        seen.add((*X.shape, W_q.shape[1], W_v.shape[1]))
+        return self_attention(X, W_q, W_k, W_v, mask)
+
+    for _ in range(4):
+        assert check_self_attention(record)
+    assert len(seen) > 4
+    for sizes in seen:
+        assert len(set(sizes)) == 4 and not set(sizes) & {3, 4, 6, 8}, sizes
+
+
+def test_solutions_hard_wired_to_the_chapter_fail(capsys):
+    """The worked example's x (3, 4) and W_query, W_key, W_value (4, 3); the 6-node graph."""
+    x = torch.tensor([[1, 0, 1, 0], [0, 2, 0, 2], [1, 1, 1, 1]], dtype=torch.float32)
+    W_query, W_key, W_value = (torch.randn(4, 3) for _ in range(3))
+    adjacency = torch.zeros(6, 6, dtype=torch.bool)
+
+    def self_attention_of_x(X, W_q, W_k, W_v, mask):
+        return self_attention(x, W_query, W_key, W_value, torch.ones(3, 3, dtype=torch.bool))
+
+    def self_attention_scaled_by_3(X, W_q, W_k, W_v, mask):
+        return self_attention(X, W_q, W_k, W_v, mask, divisor=math.sqrt(3))  # the example's d_k
+
+    def graph_attention_mask(adj):
+        return graph_mask(adjacency)
+
+    for _ in range(3):
+        assert not check_self_attention(self_attention_of_x)
+        assert "hint: shape: expected" in capsys.readouterr().out
+        assert not check_self_attention(self_attention_scaled_by_3)
+        assert "hint: values differ" in capsys.readouterr().out
+        assert not check_graph_attention_mask(graph_attention_mask)
+        assert "hint: shape: expected" in capsys.readouterr().out

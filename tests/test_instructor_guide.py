@@ -7,7 +7,6 @@ actually have. Everything is read from the notebooks at test time; nothing is co
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -16,10 +15,11 @@ import nbformat
 import pytest
 
 import companion.exercises
+from tools.exercises import exercises as read_exercises
 from tools.notebooks import ROOT, toc_notebooks
 
 GUIDE = ROOT / "book" / "instructor-guide.md"
-TABLE_HEADER = ("Chapter", "Exercise", "Kind", "Difficulty", "Checker", "Minutes")
+TABLE_HEADER = ("Chapter", "Exercise", "Kind", "Difficulty", "Checker", "Points", "Minutes")
 NO_CHECKER = "—"
 
 _GATE = re.compile(
@@ -57,75 +57,19 @@ class Row:
     minutes: str
 
 
-def checker_calls(code: str) -> list[str]:
-    """Names of the ``check_*`` functions that ``code`` calls."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:  # IPython magics: fall back to a pattern
-        return sorted(set(re.findall(r"(?<!def )\b(check_\w+)\s*\(", code)))
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
-            if name.startswith("check_"):
-                names.add(name)
-    return sorted(names)
-
-
 def exercises_in(notebook: nbformat.NotebookNode, chapter: str) -> list[Exercise]:
-    """Every exercise of a notebook, read from its sphinx-exercise gates, in order.
-
-    The text between ``exercise-start`` and ``exercise-end`` carries the tag; the code cells
-    between ``solution-start`` and ``solution-end`` are the solution code.
-    """
-    order: list[str] = []
-    texts: dict[str, list[str]] = {}
-    solutions: dict[str, list[str]] = {}
-    state, label = None, None
-    for cell in notebook.cells:
-        if cell.cell_type == "code":
-            if state == "solution":
-                solutions[label].append(cell.source)
-            continue
-        if cell.cell_type != "markdown":
-            continue
-        position = 0
-        for gate in _GATE.finditer(cell.source):
-            if state == "exercise":
-                texts[label].append(cell.source[position : gate.start()])
-            kind, argument = gate.group(1), gate.group(2)
-            if kind == "exercise-start":
-                found = _LABEL.search(cell.source, gate.end())
-                label = found.group(1) if found else f"<unlabelled exercise {len(order) + 1}>"
-                order.append(label)
-                texts[label] = []
-                solutions.setdefault(label, [])
-                state = "exercise"
-            elif kind == "solution-start":
-                label = argument
-                solutions.setdefault(label, [])
-                state = "solution"
-            else:
-                state = None
-            position = gate.end()
-        if state == "exercise":
-            texts[label].append(cell.source[position:])
-    found = []
-    for label in order:
-        tag = _TAG.search("".join(texts[label]))
-        calls = checker_calls("\n".join(solutions.get(label, [])))
-        found.append(
-            Exercise(
-                chapter=chapter,
-                label=label,
-                kind="coding" if calls else "written",
-                difficulty=tag.group(2).lower() if tag else None,
-                checker=", ".join(calls) or None,
-                tagged_coding=bool(tag and tag.group(1)),
-            )
+    """Every exercise of a notebook, as tools/exercises.py (the tools' one reader) finds it."""
+    return [
+        Exercise(
+            chapter=chapter,
+            label=e.label,
+            kind=e.kind,
+            difficulty=e.difficulty,
+            checker=", ".join(e.checkers) or None,
+            tagged_coding=e.tagged_coding,
         )
-    return found
+        for e in read_exercises(notebook)
+    ]
 
 
 def book_exercises() -> list[Exercise]:
@@ -176,7 +120,7 @@ def exercise_table(text: str) -> list[Row]:
     parsed = []
     for cells in tables[0]:
         assert len(cells) == len(TABLE_HEADER), f"row with {len(cells)} cells: {cells}"
-        chapter, label, kind, difficulty, checker, minutes = cells
+        chapter, label, kind, difficulty, checker, _points, minutes = cells
         labels = _exercise_labels(label)
         assert len(labels) == 1, f"the Exercise cell {label!r} names no single ex- label"
         checker_name = _CHECKER_CELL.search(checker)
@@ -327,10 +271,10 @@ def test_table_parser_reads_links_and_plain_labels():
     text = "\n".join(
         [
             "| " + " | ".join(TABLE_HEADER) + " |",
-            "| --- | --- | --- | --- | --- | ---: |",
+            "| --- | --- | --- | --- | --- | ---: | ---: |",
             "| {doc}`Pooling <attention-pooling>` | {ref}`ex-a <ex-a>` | coding | easy | "
-            "`check_f` | 15 |",
-            "| {doc}`transformer` | `ex-b` | written | open-ended | — | 60 |",
+            "`check_f` | 1 | 15 |",
+            "| {doc}`transformer` | `ex-b` | written | open-ended | — | 3 | 60 |",
             "",
             "Not a row | either",
         ]
@@ -390,3 +334,11 @@ def test_doc_links_resolve():
     for target in {_doc_target(m.group(0)) for m in _DOC.finditer(GUIDE.read_text())}:
         path = ROOT / "book" / target
         assert any(Path(f"{path}{s}").exists() for s in (".md", ".ipynb")), target
+
+
+def test_guide_is_written_from_the_current_notebooks():
+    """The table and schedules come from tools/instructor_guide.py: a new exercise or chapter
+    only needs `python -m tools.instructor_guide` (make outputs runs it)."""
+    from tools.instructor_guide import generated
+
+    assert generated(GUIDE.read_text()) == GUIDE.read_text(), "run python -m tools.instructor_guide"

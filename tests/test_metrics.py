@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sacrebleu.metrics import BLEU
 
-from companion.metrics import bleu, corpus_bleu, exact_match
+from companion.metrics import bleu, corpus_bleu, exact_match, standard_corpus_bleu
 
 PAIRS = [  # (prediction, label)
     ("the cat sat on the mat", "the cat sat on a mat"),
@@ -64,7 +64,7 @@ def test_exact_match():
     assert exact_match(references, references) == 1.0
 
 
-@pytest.mark.parametrize("scorer", [corpus_bleu, exact_match])
+@pytest.mark.parametrize("scorer", [corpus_bleu, standard_corpus_bleu, exact_match])
 def test_corpus_scores_reject_bad_input(scorer):
     with pytest.raises(ValueError, match="same length; got 2 and 1"):
         scorer([["a"], ["b"]], [["a"]])
@@ -123,3 +123,35 @@ def test_corpus_bleu_is_not_sacrebleus_corpus_bleu():
     mean_of_sentences /= len(predictions)
     assert corpus_bleu(predictions, references) == pytest.approx(mean_of_sentences, rel=1e-12)
     assert abs(corpus_bleu(predictions, references) - pooled) > 0.1
+
+
+CORPUS_BLEU = BLEU(tokenize="none", smooth_method="none")  # sacrebleu's corpus BLEU, unsmoothed
+
+
+def test_standard_corpus_bleu_is_sacrebleus_corpus_bleu():
+    predictions, references = [p for p, _ in PAIRS], [r for _, r in PAIRS]
+    expected = CORPUS_BLEU.corpus_score(predictions, [references]).score / 100
+    assert 0.1 < expected < 0.9  # neither extreme: pooling, weights and penalty all matter
+    assert standard_corpus_bleu(predictions, references) == pytest.approx(expected, rel=1e-12)
+    token_lists = [p.split() for p in predictions], [r.split() for r in references]
+    assert standard_corpus_bleu(*token_lists) == pytest.approx(expected, rel=1e-12)
+    assert corpus_bleu(predictions, references) != pytest.approx(expected, rel=1e-2)
+
+
+@given(st.lists(st.tuples(sentences, sentences), min_size=1, max_size=6))
+def test_standard_corpus_bleu_equals_sacrebleu_on_random_corpora(pairs):
+    predictions = [" ".join(p) for p, _ in pairs]
+    references = [" ".join(r) for _, r in pairs]
+    expected = CORPUS_BLEU.corpus_score(predictions, [references]).score / 100
+    assert standard_corpus_bleu(predictions, references) == pytest.approx(
+        expected, rel=1e-9, abs=1e-12
+    )
+
+
+def test_standard_corpus_bleu_edge_cases():
+    assert standard_corpus_bleu(["a b c d e"], ["a b c d e"]) == 1.0
+    assert standard_corpus_bleu(["a b c"], ["a b c"]) == 0.0  # no 4-gram: order 4 has no match
+    assert standard_corpus_bleu(["a b c"], ["a b c"], k=3) == 1.0
+    assert standard_corpus_bleu([""], ["a b"]) == 0.0  # an empty prediction: nothing to match
+    with pytest.raises(ValueError, match="k must be positive"):
+        standard_corpus_bleu(["a"], ["a"], k=0)

@@ -362,16 +362,20 @@ def test_predict_step_matches_d2l(d2l):
 
 
 def test_greedy_stops_each_example_at_eos_and_respects_num_steps():
-    model = bahdanau_model(vocab_size=7)
     src, valid_len = source_batch(7, batch_size=5, seed=2)
-    full, _ = model.predict_step((src, torch.full((5, 1), BOS), valid_len, None), "cpu", 8)
 
-    def up_to(eos):  # d2l's predictions, each cut at its first eos
+    def up_to(full, eos):  # d2l's predictions, each cut at its first eos
         return [row[: row.index(eos)] if eos in row else row for row in full.tolist()]
 
-    eos = max(range(7), key=lambda eos: len({len(row) for row in up_to(eos)}))
-    rows = up_to(eos)
-    assert len({len(row) for row in rows}) > 1, "the test needs examples ending at different steps"
+    for seed in range(20):  # an untrained model whose examples end at different steps
+        model = bahdanau_model(vocab_size=7, seed=seed)
+        full, _ = model.predict_step((src, torch.full((5, 1), BOS), valid_len, None), "cpu", 8)
+        eos = max(range(7), key=lambda eos: len({len(row) for row in up_to(full, eos)}))
+        rows = up_to(full, eos)
+        if len({len(row) for row in rows}) > 1:
+            break
+    else:
+        pytest.fail("no model among 20 seeds ends its examples at different steps")
     decoded = greedy_decode(model, src, valid_len, BOS, eos, num_steps=8)
     assert decoded.tokens == rows
     assert all(eos not in tokens for tokens in decoded.tokens)

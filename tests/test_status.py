@@ -13,15 +13,8 @@ import pytest
 from sphinx.errors import ExtensionError
 from sphinx.testing.util import SphinxTestApp
 
-from tools.execution_status import file_sha256, stale_entries
-from tools.notebooks import (
-    NOTEBOOK_METADATA,
-    RECORD,
-    ROOT,
-    execute_and_record,
-    record_entry,
-    toc_notebooks,
-)
+from tools.notebooks import NOTEBOOK_METADATA, execute_and_record, toc_notebooks
+from tools.record import RECORD, ROOT, file_sha256, read_record, record_entry, stale_entries
 
 # sphinx_external_toc's setup isinstance-checks every object in gc.get_objects(); in this test
 # process that includes torch (imported by conftest), whose deprecated reduce_op warns then.
@@ -37,8 +30,7 @@ def toc_names() -> list[str]:
 
 
 def test_committed_record_describes_every_notebook_as_committed():
-    assert RECORD.exists(), f"{RECORD.name} is missing: run `make outputs`"
-    record = json.loads(RECORD.read_text())
+    record = read_record(RECORD)
     assert stale_entries(record, ROOT, toc_names()) == [], "run `make outputs`"
     for entry in record["notebooks"].values():
         assert entry["result"] == "passed"
@@ -199,3 +191,25 @@ def test_execute_records_each_run_and_keeps_other_entries(tmp_path: Path):
     # A run of all the book's notebooks drops the entries of notebooks no longer in it.
     assert execute_and_record(paths[:1], record_path=record_path, root=tmp_path, complete=True)
     assert set(json.loads(record_path.read_text())["notebooks"]) == {"passing.ipynb"}
+
+
+def test_status_page_flags_a_notebook_over_its_budget_and_the_run_fails_only_at_twice_it():
+    from tools.execution_status import seconds_cell
+    from tools.record import NOTEBOOK_BUDGET_S, fails_budget, over_budget
+
+    assert seconds_cell(12.34) == "12.3"
+    assert seconds_cell(NOTEBOOK_BUDGET_S + 5) == "65.0 (over the 60 s budget)"
+    assert seconds_cell(None) == ""
+    assert not over_budget(60.0) and over_budget(60.1)
+    assert not fails_budget(120.0) and fails_budget(120.1)
+
+
+def test_a_missing_record_is_empty_for_the_writer_and_an_error_for_the_reader(tmp_path):
+    from tools.record import RecordError
+
+    assert read_record(tmp_path / "none.json", missing_ok=True) == {"notebooks": {}}
+    with pytest.raises(RecordError, match="is missing: run `make outputs`"):
+        read_record(tmp_path / "none.json")
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(RecordError, match="is not valid JSON"):
+        read_record(tmp_path / "bad.json")

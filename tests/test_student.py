@@ -1,4 +1,4 @@
-"""The student edition (companion.student): stubs, removed solutions, untouched cells, errors.
+"""The student edition (tools/student.py): stubs, removed solutions, untouched cells, errors.
 
 The last tests read ``_build/student``, which ``make student`` writes (``make test`` runs it
 first).
@@ -21,7 +21,8 @@ import torch
 
 import companion
 import companion.exercises
-from companion.student import (
+from tools.exercises import exercises as exercises_in
+from tools.student import (
     CODE_STUB,
     MarkerError,
     solution_cells,
@@ -29,7 +30,7 @@ from companion.student import (
     strip_notebook,
     student_config,
 )
-from companion.toc import toc_notebooks
+from tools.toc import toc_notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDENT = ROOT / "_build" / "student"
@@ -63,7 +64,22 @@ def test_code_region_becomes_the_nbgrader_stub_at_its_indentation():
 def test_every_region_of_a_cell_is_stubbed_and_the_code_between_them_kept():
     region = "### BEGIN SOLUTION\n{}\n### END SOLUTION"
     source = "\n".join([region.format("a = 1"), "keep = 2", region.format("b = 3")])
-    assert strip_code(source) == f"{STUB}\nkeep = 2\n{STUB}"
+    printing = '# YOUR CODE HERE\nprint("not implemented yet: ex-demo")'
+    assert strip_code(source, label="ex-demo") == f"{printing}\nkeep = 2\n{printing}"
+
+
+def test_only_a_stub_inside_a_function_raises():
+    """A stub outside a function would stop "Run all"; inside one, the checker reports it."""
+    source = (
+        "if True:\n    ### BEGIN SOLUTION\n    x = 1\n    ### END SOLUTION\n"
+        "def f():\n    y = 2\n    ### BEGIN SOLUTION\n    return y\n    ### END SOLUTION\n"
+        "g = lambda: (\n    ### BEGIN SOLUTION\n    3\n    ### END SOLUTION\n)"
+    )
+    assert strip_code(source, label="ex-demo") == (
+        'if True:\n    # YOUR CODE HERE\n    print("not implemented yet: ex-demo")\n'
+        "def f():\n    y = 2\n    # YOUR CODE HERE\n    raise NotImplementedError()\n"
+        "g = lambda: (\n    # YOUR CODE HERE\n    raise NotImplementedError()\n)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -102,7 +118,7 @@ def test_bad_solution_gates_name_the_notebook_and_cell(cells, bad_cell, message)
     assert f"book/demo.ipynb, cell {bad_cell} (id cell{bad_cell})" in str(error.value)
 
 
-def test_gated_solution_is_removed_and_its_code_stubbed():
+def test_gated_solution_is_removed_its_code_stubbed_and_an_answer_cell_added():
     notebook = _notebook(
         ("markdown", "```{exercise-start}\n:label: ex-demo\n```\nDo it.\n```{exercise-end}\n```"),
         ("markdown", START),
@@ -112,14 +128,20 @@ def test_gated_solution_is_removed_and_its_code_stubbed():
     )
     notebook.cells[2].outputs = [nbformat.v4.new_output("stream", text="42\n")]
     notebook.cells[2].execution_count = 7
+    notebook.cells[2].metadata = {"mystnb": {"figure": {"caption": "The answer is 42"}}}
     student = strip_notebook(notebook, "demo")
     assert [cell.source for cell in student.cells] == [
         notebook.cells[0].source,
-        STUB,
+        "YOUR ANSWER HERE",
+        '# YOUR CODE HERE\nprint("not implemented yet: ex-demo")',
         "## References",
     ]
-    assert student.cells[1].outputs == [] and student.cells[1].execution_count is None
+    assert student.cells[1].cell_type == "markdown" and student.cells[1].id == "ex-demo-answer"
+    stub = student.cells[2]
+    assert stub.outputs == [] and stub.execution_count is None
+    assert stub.metadata == {}, "no trace of the solution, not even its caption"
     assert notebook.cells[2].source.startswith("### BEGIN"), "the source notebook is not touched"
+    nbformat.validate(student)
 
 
 # --- the book's own notebooks -----------------------------------------------------------------
@@ -135,10 +157,16 @@ def test_cells_that_are_not_solutions_are_kept_byte_for_byte(path):
     verdicts = solution_cells(source, path.name)
     student = strip_notebook(source, path.name)
     kept = [cell for index, cell in enumerate(source.cells) if verdicts.get(index) != "remove"]
-    assert len(student.cells) == len(kept)
-    for original, stripped in zip(kept, student.cells, strict=True):
+    answers = [cell for cell in student.cells if cell.get("id", "").endswith("-answer")]
+    written = [e.label for e in exercises_in(source) if e.kind == "written"]
+    assert [cell.id for cell in answers] == [f"{label}-answer" for label in written]
+    assert all(cell.source == "YOUR ANSWER HERE" for cell in answers)
+    others = [cell for cell in student.cells if cell not in answers]
+    assert len(others) == len(kept)
+    for original, stripped in zip(kept, others, strict=True):
         if "### BEGIN SOLUTION" in original.source:
             assert "# YOUR CODE HERE" in stripped.source and stripped.outputs == []
+            assert stripped.metadata == {}
         else:
             assert _cell_json(stripped) == _cell_json(original)
     assert student.metadata == source.metadata
@@ -319,3 +347,40 @@ def test_student_site_hides_solutions_and_has_no_launch_buttons_into_the_solutio
     page = (STUDENT / "html" / "book" / "attention-pooling.html").read_text()
     assert "colab.research.google.com" not in page
     assert "# YOUR CODE HERE" in html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+def test_student_site_leaves_out_the_instructor_guide():
+    assert not (STUDENT / "html" / "book" / "instructor-guide.html").exists()
+    assert (ROOT / "book" / "instructor-guide.md").exists(), "the full book keeps it"
+    index = (STUDENT / "html" / "book" / "exercises-how-to.html").read_text()
+    assert "instructor-guide" not in index
+
+
+# --- the student edition, run as a student meets it -------------------------------------------
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
+def test_student_notebook_runs_to_its_end_and_says_what_is_not_implemented(path):
+    """Run all, nothing solved: no cell raises, and every exercise with code says
+    "not implemented yet" (its own stub, or its checker about the function's stub)."""
+    from nbclient import NotebookClient
+
+    student = _student_files("notebooks", (".ipynb",))
+    notebook = nbformat.read(STUDENT / "notebooks" / path.name, as_version=4)
+    assert STUDENT / "notebooks" / path.name in student
+    NotebookClient(
+        notebook, timeout=300, kernel_name="python3",
+        resources={"metadata": {"path": str(STUDENT / "notebooks")}},
+    ).execute()  # raises CellExecutionError at the first cell that raises
+    printed = {
+        cell.get("id"): "".join(o.get("text", "") for o in cell.get("outputs", []))
+        for cell in notebook.cells
+    }
+    book = nbformat.read(path, as_version=4)
+    for exercise in exercises_in(book):
+        said = [printed.get(book.cells[index].id, "") for index in exercise.code_cells]
+        if not said:
+            continue
+        assert any("not implemented yet" in text for text in said), exercise.label
+        if exercise.kind == "written":
+            assert any(f"not implemented yet: {exercise.label}" in text for text in said)

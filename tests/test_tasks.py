@@ -8,29 +8,35 @@ import re
 
 import pytest
 
-from companion.tasks import (
+from companion.tasks.dates import (
+    NUM_DATE_STYLES,
+    date_task,
+    format_date,
+)
+from companion.tasks.language import (
     ADJECTIVES,
     ARTICLES,
     LEXICON,
     NEGATION,
     NOUNS,
-    NUM_DATE_STYLES,
     PLURAL_SUFFIX,
     PREPOSITIONS,
     VERBS,
     Clause,
     NounPhrase,
-    Splits,
     _english_plural,
     _english_third_person,
-    copy_task,
-    date_task,
     english,
-    format_date,
-    reverse_task,
     sample_clause,
     translate,
     translation_task,
+)
+from companion.tasks.splits import (
+    Splits,
+)
+from companion.tasks.symbols import (
+    copy_task,
+    reverse_task,
 )
 from companion.text import Vocab, build_arrays
 
@@ -221,7 +227,7 @@ def test_english_side_agrees():
 
 
 def test_docstring_example_is_what_the_generator_writes():
-    import companion.tasks as tasks
+    import companion.tasks.language as tasks
 
     clause = Clause(
         subject=NounPhrase("dog", ("big",), plural=False, definite=True),

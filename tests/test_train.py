@@ -16,7 +16,7 @@ from companion.recipes import RECIPES, build_model, evaluate, run_recipe
 from companion.seq2seq import EncoderDecoder, Seq2SeqAttentionDecoder, Seq2SeqEncoder
 from companion.tasks import reverse_task
 from companion.text import Vocab, batches, build_arrays
-from companion.train import sequence_loss, train_seq2seq
+from companion.train import fit, sequence_loss, train_seq2seq, weight_decay_groups
 
 
 @pytest.fixture(scope="module")
@@ -157,3 +157,86 @@ def test_progress_is_one_live_line_in_a_notebook(monkeypatch):
     progress.update("epoch 1/2")
     progress.update("epoch 2/2")
     assert shown == ["training..."] and updates == ["epoch 1/2", "epoch 2/2"]
+
+
+def test_every_epoch_sees_the_next_shuffle_of_the_generator(reverse_data, monkeypatch):
+    """Counting the steps must not use up a permutation: epoch e sees the e-th shuffle."""
+    monkeypatch.setenv("COMPANION_PROGRESS", "off")
+    _, vocab, arrays = reverse_data
+    seen: list[torch.Tensor] = []
+
+    def loss_fn(model, batch):
+        src = batch[0]
+        if torch.is_grad_enabled():  # a training step, not the pass that sizes lazy layers
+            seen.append(src)
+        return model(src, batch[1], batch[2]).float().mean() * 0
+
+    generator = torch.Generator().manual_seed(0)
+    fit(
+        small_model(vocab),
+        lambda: batches(arrays, 200, generator=generator),
+        loss_fn,
+        num_epochs=3,
+        device=torch.device("cpu"),
+    )
+    fresh = torch.Generator().manual_seed(0)
+    expected = [b[0] for _ in range(3) for b in batches(arrays, 200, generator=fresh)]
+    assert len(seen) == len(expected)
+    assert all(torch.equal(a, b) for a, b in zip(seen, expected))
+
+
+def test_history_keys_have_a_fixed_order(reverse_data, monkeypatch):
+    monkeypatch.setenv("COMPANION_PROGRESS", "off")
+    _, vocab, arrays = reverse_data
+    history = train_seq2seq(
+        small_model(vocab),
+        lambda: batches(arrays, 200, shuffle=False),
+        pad_index=vocab.pad,
+        num_epochs=2,
+        evaluate=lambda m: {"zeta": 1.0, "alpha": 0.5, "mu": 0.0},
+        device=torch.device("cpu"),
+    )
+    assert list(history) == ["epoch", "loss", "lr", "seconds", "zeta", "alpha", "mu"]
+
+
+def test_weight_decay_spares_biases_norms_and_embeddings():
+    model = torch.nn.Sequential(
+        torch.nn.Embedding(10, 4),
+        torch.nn.Linear(4, 4),
+        torch.nn.LayerNorm(4),
+        torch.nn.GRU(4, 4),
+    )
+    decay, no_decay = weight_decay_groups(model, 0.1)
+    assert decay["weight_decay"] == 0.1 and no_decay["weight_decay"] == 0.0
+    named = {id(p): name for name, p in model.named_parameters()}
+    assert sorted(named[id(p)] for p in decay["params"]) == [
+        "1.weight",
+        "3.weight_hh_l0",
+        "3.weight_ih_l0",
+    ]
+    assert sorted(named[id(p)] for p in no_decay["params"]) == [
+        "0.weight",
+        "1.bias",
+        "2.bias",
+        "2.weight",
+        "3.bias_hh_l0",
+        "3.bias_ih_l0",
+    ]
+
+
+@pytest.mark.parametrize("num_steps", [5, 10, 20])
+def test_a_warm_up_of_one_step_or_less_trains(num_steps, monkeypatch):
+    """OneCycleLR divides by zero when the warm-up is exactly one step (10 steps at 0.1)."""
+    monkeypatch.setenv("COMPANION_PROGRESS", "off")
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    data = [(torch.randn(4, 3), torch.randn(4, 1)) for _ in range(num_steps)]
+    history = fit(
+        model,
+        lambda: iter(data),
+        lambda m, batch: torch.nn.functional.mse_loss(m(batch[0]), batch[1]),
+        num_epochs=1,
+        warmup=0.1,
+        device=torch.device("cpu"),
+    )
+    assert history["epoch"] == [1] and math.isfinite(history["loss"][0])

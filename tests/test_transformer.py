@@ -10,9 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
 
-from companion.attention import record_attention
+from companion.attention import KVCache, record_attention
 from companion.transformer import (
     AddNorm,
+    DecoderCache,
     PositionWiseFFN,
     TransformerDecoder,
     TransformerDecoderBlock,
@@ -175,19 +176,24 @@ def test_decoder_block_matches_d2l(d2l_decoder, dtype):
     ours, reference = matched(reference, ours, dtype)
     enc_outputs, X = enc_outputs.to(dtype), torch.randn(3, 5, HIDDENS, dtype=dtype)
 
-    def states():
-        return [enc_outputs, enc_valid_lens, [None]], [enc_outputs, enc_valid_lens, [None]]
-
     # Training: the whole sequence at once, causal self-attention.
-    state, reference_state = states()
-    close(ours(X, state)[0], reference(X, reference_state)[0])
-    close(state[2][0], reference_state[2][0])
-    # Prediction: one step at a time in evaluation mode, the earlier steps cached.
+    def states():
+        return [enc_outputs, enc_valid_lens, [None]]  # d2l's: block inputs cached in [None]
+
+    close(ours(X, enc_outputs, enc_valid_lens), reference(X, states())[0])
+    # Prediction: one step at a time in evaluation mode. d2l caches the block's inputs and
+    # projects them all again at every step; ours caches the projected keys and values.
     ours.eval(), reference.eval()
-    state, reference_state = states()
+    cache, reference_state = DecoderCache(KVCache(), KVCache(static=True)), states()
     for t in range(5):
-        close(ours(X[:, t : t + 1], state)[0], reference(X[:, t : t + 1], reference_state)[0])
-    close(state[2][0], X)
+        step = X[:, t : t + 1]
+        close(ours(step, enc_outputs, enc_valid_lens, cache), reference(step, reference_state)[0])
+    self_attention, cross_attention = ours.attention1, ours.attention2
+    assert cache.self_attention.keys.shape == (3, HEADS, 5, HIDDENS // HEADS)
+    close(cache.self_attention.keys, self_attention.split_heads(self_attention.W_k(X)))
+    close(cache.self_attention.values, self_attention.split_heads(self_attention.W_v(X)))
+    assert cache.cross_attention.keys.shape == (3, HEADS, enc_outputs.shape[1], HIDDENS // HEADS)
+    close(cache.cross_attention.keys, cross_attention.split_heads(cross_attention.W_k(enc_outputs)))
 
 
 def matching_decoders(d2l_decoder, dtype):
@@ -204,7 +210,8 @@ def test_decoder_matches_d2l_in_training(d2l_decoder, dtype):
     logits, state = ours(X, ours.init_state(enc_outputs, enc_valid_lens))
     assert logits.shape == (3, 8, VOCAB)
     close(logits, expected)
-    assert [kv.shape for kv in state[2]] == [(3, 8, HIDDENS)] * 2
+    assert [len(cache.self_attention) for cache in state[2]] == [8, 8]
+    assert [len(cache.cross_attention) for cache in state[2]] == [enc_outputs.shape[1]] * 2
 
 
 def test_step_by_step_decoding_matches_d2l_training(d2l_decoder, dtype):
@@ -393,14 +400,20 @@ def test_bad_block_inputs():
     with pytest.raises(ValueError, match="same shape"):
         AddNorm(HIDDENS, 0.0)(torch.zeros(2, 5, HIDDENS), torch.zeros(2, 4, HIDDENS))
     block = TransformerDecoderBlock(HIDDENS, FFN, HEADS, 0.0, 1)
-    with pytest.raises(ValueError, match="init_state"):
-        block(torch.zeros(2, 5, HIDDENS), [torch.zeros(2, 3, HIDDENS), None, [None]])
+    with pytest.raises(ValueError, match=r"enc_outputs must be 3-D .*got shape \(2, 3, 8\)"):
+        block(torch.zeros(2, 5, HIDDENS), torch.zeros(2, 3, 8))
+    with pytest.raises(ValueError, match="X has 3 rows, not a multiple of the 2 rows"):
+        block(torch.zeros(3, 5, HIDDENS), torch.zeros(2, 3, HIDDENS))
+    decoder = TransformerDecoder(VOCAB, HIDDENS, FFN, HEADS, 2, 0.0)
+    with pytest.raises(ValueError, match="one DecoderCache per block .2., as init_state"):
+        decoder(tokens(2, 1), [torch.zeros(2, 3, HIDDENS), None, [None, None]])
 
 
 def test_decoding_past_max_len():
     decoder = TransformerDecoder(VOCAB, HIDDENS, FFN, HEADS, 1, 0.0)
     state = decoder.init_state(torch.randn(1, 3, HIDDENS), None)
-    state[2][0] = torch.zeros(1, 999, HIDDENS)  # as if 999 steps were decoded
+    cached = torch.zeros(1, HEADS, 999, HIDDENS // HEADS)  # as if 999 steps were decoded
+    state[2][0].self_attention.update(cached, cached)
     decoder(tokens(1, 1), state)  # step 999, the last that fits max_len=1000
     with pytest.raises(ValueError, match=r"positions 1000\.\.1000, but max_len=1000"):
         decoder(tokens(1, 1), state)

@@ -3,6 +3,8 @@
 - ``attention`` (the default): time and peak memory of multi-head self-attention, explicit vs
   fused vs ``torch.nn.MultiheadAttention`` (:mod:`companion.bench.attention`).
 - ``train``: seconds to reach each recipe's held-out target (:mod:`companion.bench.train`).
+- ``decode``: milliseconds per generated token with a KV cache, the block-input cache it
+  replaced, and no cache (:mod:`companion.bench.decode`).
 
 They print measured numbers; no test times anything.
 """
@@ -12,11 +14,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
-from companion.bench import attention, train
+from companion.bench import attention, decode, train
 
 BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
     "attention": attention.main,
     "train": train.main,
+    "decode": decode.main,
 }
 DEFAULT = "attention"
 

@@ -62,8 +62,9 @@ import torch
 from torch import nn
 
 from companion.attention import MultiHeadAttention
-from companion.bench.common import device_name, load_average, log, set_threads
+from companion.bench.common import device_name, load_average, log
 from companion.device import get_device
+from companion.measure import memory_probe, synchronize, use_threads
 
 BATCH, HIDDENS, HEADS = 8, 256, 8
 LENGTHS = (128, 512, 1024, 4096)
@@ -75,73 +76,6 @@ MIB = 2**20
 # 4.1 on the CPU (scores, masked scores, weights, masked weights, their gradients); 4.5 leaves
 # room for the allocator and the rest of the process.
 EXPLICIT_PEAK_MATRICES = 4.5
-
-
-# ---------------------------------------------------------------------------------------------
-# Memory probes: one per device kind. `start()` before a step, `peak()` (bytes) after it.
-
-
-def _proc_status_bytes(field: str) -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024  # reported in kB
-    raise OSError(f"{field} not in /proc/self/status")
-
-
-class _RSSProbe:
-    """Growth of the resident set over a step, from Linux's resettable high-water mark."""
-
-    def __init__(self) -> None:
-        self.before = 0
-        try:
-            self.start()
-            self.available = True
-        except OSError:
-            self.available = False
-
-    def start(self) -> None:
-        with open("/proc/self/clear_refs", "w") as clear_refs:
-            clear_refs.write("5")  # reset VmHWM to the current VmRSS
-        self.before = _proc_status_bytes("VmRSS")
-
-    def peak(self) -> int:
-        return _proc_status_bytes("VmHWM") - self.before
-
-
-class _CUDAProbe:
-    available = True
-
-    def __init__(self, device: torch.device) -> None:
-        self.device, self.before = device, 0
-
-    def start(self) -> None:
-        torch.cuda.synchronize(self.device)
-        torch.cuda.reset_peak_memory_stats(self.device)
-        self.before = torch.cuda.memory_allocated(self.device)
-
-    def peak(self) -> int:
-        torch.cuda.synchronize(self.device)
-        return torch.cuda.max_memory_allocated(self.device) - self.before
-
-
-class _NoProbe:
-    available = False
-
-    def start(self) -> None:
-        pass
-
-    def peak(self) -> int:
-        return -1
-
-
-def memory_probe(device: torch.device):
-    if device.type == "cuda":
-        return _CUDAProbe(device)
-    if device.type == "cpu":
-        probe = _RSSProbe()
-        return probe if probe.available else _NoProbe()
-    return _NoProbe()
 
 
 def _free_bytes(device: torch.device) -> int | None:
@@ -157,13 +91,6 @@ def _free_bytes(device: torch.device) -> int | None:
         except OSError:
             pass
     return None
-
-
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    elif device.type == "mps":
-        torch.mps.synchronize()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -214,7 +141,7 @@ def _attention_steps(n: int, device: torch.device) -> dict[str, Callable[[], Non
 def _attention_worker(n: int, mode: str) -> dict:
     """Measure every implementation at sequence length ``n``: ``mode`` is "time" or "memory"."""
     device = get_device()
-    set_threads(device)
+    use_threads(device)
     steps = _attention_steps(n, device)
     results: dict[str, dict] = {}
     cold = device.type == "cpu" and BATCH * HEADS * n * n * 4 >= 2**30
@@ -380,7 +307,7 @@ def main(argv: Sequence[str]) -> int:
         parser.error(f"--lengths must be positive; got {args.lengths}")
 
     device = get_device()
-    threads = set_threads(device)
+    threads = use_threads(device)
     probe = memory_probe(device)
     if device.type == "cuda":
         memory_method = "torch.cuda.max_memory_allocated over a step after a warm-up"

@@ -5,33 +5,63 @@ A checker runs the student's function on fresh random inputs against the referen
 such as a wrong softmax axis, or the first differing position). It returns ``True`` on a pass.
 """
 
-from companion.exercises.bahdanau import check_bahdanau_context, check_length_normalized_scores
+from companion.exercises.bahdanau import (
+    check_bahdanau_context,
+    check_bahdanau_step,
+    check_length_normalized_scores,
+)
 from companion.exercises.core import check
 from companion.exercises.efficient import check_causal_linear_attention, check_linear_attention
-from companion.exercises.multihead import check_merge_heads, check_split_heads
+from companion.exercises.lm import check_cached_causal_mask, check_top_p_filter
+from companion.exercises.multihead import (
+    check_head_ablation,
+    check_merge_heads,
+    check_split_heads,
+)
 from companion.exercises.pooling import check_gaussian_weights, check_laplace_pooling
 from companion.exercises.positional import check_rotation_matrix, check_sinusoidal_encoding
+from companion.exercises.pretraining import (
+    check_gather_positions,
+    check_mask_sentence,
+    check_mlm_loss,
+)
 from companion.exercises.scoring import check_masked_softmax, check_scaled_dot_product
 from companion.exercises.self_attention import check_graph_attention_mask, check_self_attention
-from companion.exercises.transformer import check_causal_mask, check_layer_norm, check_shift_right
+from companion.exercises.transformer import (
+    check_cached_attention,
+    check_causal_mask,
+    check_layer_norm,
+    check_shift_right,
+)
+from companion.exercises.vit import check_cls_attention_map, check_patchify
 
 __all__ = [
     "check",
     "check_bahdanau_context",
+    "check_bahdanau_step",
+    "check_cached_attention",
+    "check_cached_causal_mask",
     "check_causal_linear_attention",
     "check_causal_mask",
+    "check_cls_attention_map",
+    "check_gather_positions",
     "check_gaussian_weights",
     "check_graph_attention_mask",
+    "check_head_ablation",
     "check_laplace_pooling",
     "check_layer_norm",
     "check_length_normalized_scores",
     "check_linear_attention",
+    "check_mask_sentence",
     "check_masked_softmax",
     "check_merge_heads",
+    "check_mlm_loss",
+    "check_patchify",
     "check_rotation_matrix",
     "check_scaled_dot_product",
     "check_self_attention",
     "check_shift_right",
     "check_sinusoidal_encoding",
     "check_split_heads",
+    "check_top_p_filter",
 ]

@@ -4,10 +4,22 @@ A checker runs the student's function on fresh random inputs and compares it wit
 reference. It prints ``pass``, or a hint naming the first thing that differs: a shape, a NaN,
 a known mistake (wrong softmax axis, a missing scale), or the first differing position.
 Each checker returns ``True`` on a pass, so an instructor can grade with it.
+
+**Fresh inputs on every call.** :func:`check` seeds the generators it hands to ``make_inputs``
+from the operating system (``seed=None``), so each call draws other inputs, and other shapes
+where ``make_inputs`` draws its sizes (:mod:`companion.exercises.sizes`), never the sizes of a
+chapter's own variables. A solution that reads the notebook's variables instead of its
+arguments therefore fails. The global random state is left alone, so a notebook's later
+cells draw what they drew before. ``seed=`` repeats one run exactly, for tests.
+
+**Several outputs.** A reference may return a tuple of tensors (a decoder step returns its
+logits and its new state); the student's function must then return a tuple of the same length,
+and a hint names the output that differs (``output_names``).
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Sequence
 
 import torch
@@ -23,11 +35,21 @@ def check(
     mistakes: Sequence[Mistake] = (),
     trials: int = 5,
     atol: float = 1e-5,
+    *,
+    seed: int | None = None,
+    output_names: Sequence[str] = (),
 ) -> bool:
-    """Run ``student_fn`` and ``reference_fn`` on ``trials`` random inputs; print the verdict."""
+    """Run ``student_fn`` and ``reference_fn`` on ``trials`` random inputs; print the verdict.
+
+    ``make_inputs(generator)`` draws one set of inputs; trial ``t`` gets a generator seeded with
+    ``seed + t``, where ``seed`` is drawn from the operating system unless given. Each mistake
+    is ``(function of the inputs, hint)``: when the student's output equals what the function
+    computes, the hint is printed.
+    """
     name = getattr(student_fn, "__name__", "your function")
+    first_seed = secrets.randbits(62) if seed is None else seed
     for trial in range(trials):
-        inputs = make_inputs(torch.Generator().manual_seed(trial))
+        inputs = make_inputs(torch.Generator().manual_seed(first_seed + trial))
         expected = reference_fn(*inputs)
         try:
             got = student_fn(*inputs)
@@ -37,15 +59,68 @@ def check(
         except Exception as error:  # the student's bug, reported instead of a traceback
             print(f"error: {name} raised {type(error).__name__}: {error}")
             return False
-        hint = _first_difference(got, expected, inputs, mistakes, atol)
-        if hint:
-            print(f"hint: {hint}")
+        if got is None:
+            print(f"not implemented yet: {name} returns None (is a `return` missing?)")
             return False
+        hint = _first_difference(got, expected, atol, output_names)
+        if hint is None:
+            continue
+        if isinstance(expected, tuple) or not hint.startswith(("expected a", "shape", "NaN")):
+            suspects = _matching(got, inputs, mistakes, atol)
+            more_inputs = (
+                make_inputs(torch.Generator().manual_seed(first_seed + trials + extra))
+                for extra in range(EXTRA_TRIALS)
+            )
+            hint = _narrow(suspects, student_fn, more_inputs, atol) or hint
+        print(f"hint: {hint}")
+        return False
     print(f"pass: {name} matches the reference on {trials} random inputs")
     return True
 
 
-def _first_difference(got, expected: torch.Tensor, inputs: Inputs, mistakes, atol: float):
+EXTRA_TRIALS = 5  # fresh inputs that decide between mistakes which agree on one input
+
+
+def _matching(got, inputs: Inputs, mistakes: Sequence[Mistake], atol: float) -> list[Mistake]:
+    """The mistakes whose output on ``inputs`` equals the student's output ``got``."""
+    return [(mistake, hint) for mistake, hint in mistakes if _same(got, mistake(*inputs), atol)]
+
+
+def _narrow(suspects: list[Mistake], student_fn, more_inputs, atol: float) -> str | None:
+    """The hint of the mistake that explains the student's output.
+
+    Several mistakes can agree on one input: when a row's most likely token already holds
+    mass ``p``, every nucleus mistake keeps that one token. The student's function then runs on
+    fresh inputs, and only the mistakes that still equal it stay suspects.
+    """
+    for inputs in more_inputs:
+        if len(suspects) <= 1:
+            break
+        try:
+            got = student_fn(*inputs)
+        except Exception:  # reported as a difference already; keep the suspects we have
+            break
+        suspects = _matching(got, inputs, suspects, atol) or suspects
+    return suspects[0][1] if suspects else None
+
+
+def _first_difference(got, expected, atol: float, names=()) -> str | None:
+    """``None`` if ``got`` matches ``expected`` (a tensor, or a tuple of tensors), else what
+    differs first."""
+    if not isinstance(expected, tuple):
+        return _tensor_difference(got, expected, atol)
+    if not isinstance(got, tuple | list) or len(got) != len(expected):
+        found = f"{len(got)} outputs" if isinstance(got, tuple | list) else type(got).__name__
+        return f"expected a tuple of {len(expected)} outputs, got {found}"
+    names = list(names) or [f"output {i}" for i in range(len(expected))]
+    for label, got_one, expected_one in zip(names, got, expected):
+        hint = _tensor_difference(got_one, expected_one, atol)
+        if hint:
+            return f"{label}: {hint}"
+    return None
+
+
+def _tensor_difference(got, expected: torch.Tensor, atol: float) -> str | None:
     if not isinstance(got, torch.Tensor):
         return f"expected a torch.Tensor, got {type(got).__name__}"
     if got.shape != expected.shape:
@@ -56,14 +131,24 @@ def _first_difference(got, expected: torch.Tensor, inputs: Inputs, mistakes, ato
         return f"NaN at position {position}, where the reference has a number"
     if torch.allclose(got, expected, atol=atol):
         return None
-    for mistake, hint in mistakes:
-        wrong = mistake(*inputs)
-        if wrong.shape == got.shape and torch.allclose(got, wrong, atol=atol):
-            return hint
     position = tuple(torch.nonzero(~torch.isclose(got, expected, atol=atol))[0].tolist())
     return (
         f"values differ first at position {position}: expected "
         f"{expected[position].item():.4f}, got {got[position].item():.4f}"
+    )
+
+
+def _same(got, wrong, atol: float) -> bool:
+    if isinstance(wrong, tuple):
+        return (
+            isinstance(got, tuple | list)
+            and len(got) == len(wrong)
+            and all(_same(g, w, atol) for g, w in zip(got, wrong))
+        )
+    return (
+        isinstance(got, torch.Tensor)
+        and got.shape == wrong.shape
+        and torch.allclose(got.detach().to(wrong.dtype), wrong, atol=atol)
     )
 
 

@@ -1,4 +1,9 @@
-"""Checkers for chapter 8, efficient attention: linear attention, plain and causal."""
+"""Checkers for sec-efficient-attention, efficient attention: linear attention, plain and causal.
+
+The shapes are drawn afresh on every call, all different from each other (so that a mixed-up
+axis shows as a shape) and never those of the chapter's own tensors, so a solution that reads
+the notebook's variables instead of its arguments fails.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,14 @@ import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 from companion.exercises.core import Inputs, check
+from companion.exercises.sizes import draw
+
+# The chapter's self-attention examples have 6, 8 and 9 steps of width 4.
+CHAPTER_STEPS, CHAPTER_WIDTH = (6, 8, 9), 4
+# The inputs are float64: with features that can be negative (a known mistake), a query's
+# normaliser can come close to 0 and magnify float32 rounding past the tolerance, so the
+# mistake would no longer be recognised. A float32 answer still passes.
+DTYPE = torch.float64
 
 
 def _phi(x: torch.Tensor) -> torch.Tensor:
@@ -19,12 +32,21 @@ def _identity(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
+def _distinct_sizes(generator: torch.Generator, *ranges: tuple[int, int]) -> list[int]:
+    """One size from each ``(low, high)`` range, all of them different, none the chapter's."""
+    while True:
+        sizes = [draw(generator, low, high) for low, high in ranges]
+        if len(set(sizes)) == len(sizes) and not {*CHAPTER_STEPS, CHAPTER_WIDTH} & {*sizes[1:]}:
+            return sizes
+
+
 def _linear_inputs(generator: torch.Generator) -> Inputs:
-    # Different sizes everywhere, so that a mixed-up axis shows up as a shape.
-    batch, num_queries, num_keys, d_k, d_v = 2, 5, 7, 4, 3
-    queries = torch.randn(batch, num_queries, d_k, generator=generator)
-    keys = torch.randn(batch, num_keys, d_k, generator=generator)
-    values = torch.randn(batch, num_keys, d_v, generator=generator)
+    batch, num_queries, num_keys, d_k, d_v = _distinct_sizes(
+        generator, (2, 3), (3, 11), (3, 11), (2, 7), (2, 7)
+    )
+    queries = torch.randn(batch, num_queries, d_k, generator=generator, dtype=DTYPE)
+    keys = torch.randn(batch, num_keys, d_k, generator=generator, dtype=DTYPE)
+    values = torch.randn(batch, num_keys, d_v, generator=generator, dtype=DTYPE)
     return queries, keys, values
 
 
@@ -70,10 +92,10 @@ def _quadratic_cost(student_fn: Callable[..., torch.Tensor]) -> bool:
 
 
 def check_linear_attention(student_fn: Callable[..., torch.Tensor]) -> bool:
-    """Chapter 8: ``student_fn(queries, keys, values)`` returns the ``(batch, n_q, d_v)``
-    outputs of linear attention, ``phi(Q) (phi(K)^T V) / (phi(Q) phi(K)^T 1)`` with
-    ``phi(x) = elu(x) + 1``, for queries ``(batch, n_q, d_k)``, keys ``(batch, n_k, d_k)`` and
-    values ``(batch, n_k, d_v)``, in O(n) time: no ``(n_q, n_k)`` matrix."""
+    """sec-efficient-attention: ``student_fn(queries, keys, values)`` returns the ``(batch, n_q,
+    d_v)`` outputs of linear attention, ``phi(Q) (phi(K)^T V) / (phi(Q) phi(K)^T 1)`` with ``phi(x)
+    = elu(x) + 1``, for queries ``(batch, n_q, d_k)``, keys ``(batch, n_k, d_k)`` and values
+    ``(batch, n_k, d_v)``, in O(n) time: no ``(n_q, n_k)`` matrix."""
     if _quadratic_cost(student_fn):
         print(
             "hint: the values are right, but in the quadratic order: (phi(Q) phi(K)^T) V builds "
@@ -112,17 +134,17 @@ def check_linear_attention(student_fn: Callable[..., torch.Tensor]) -> bool:
 
 
 def _causal_inputs(generator: torch.Generator) -> Inputs:
-    batch, n, d_k, d_v = 2, 6, 4, 3  # self-attention: one query per key
-    queries = torch.randn(batch, n, d_k, generator=generator)
-    keys = torch.randn(batch, n, d_k, generator=generator)
-    values = torch.randn(batch, n, d_v, generator=generator)
+    batch, n, d_k, d_v = _distinct_sizes(generator, (2, 3), (3, 11), (2, 7), (2, 7))
+    queries = torch.randn(batch, n, d_k, generator=generator, dtype=DTYPE)
+    keys = torch.randn(batch, n, d_k, generator=generator, dtype=DTYPE)
+    values = torch.randn(batch, n, d_v, generator=generator, dtype=DTYPE)
     return queries, keys, values
 
 
 def check_causal_linear_attention(student_fn: Callable[..., torch.Tensor]) -> bool:
-    """Chapter 8: ``student_fn(queries, keys, values)`` returns the ``(batch, n, d_v)`` outputs
-    of causal linear attention: output ``i`` is ``phi(q_i)^T S_i / phi(q_i)^T z_i`` with the
-    running sums ``S_i = sum_{j<=i} phi(k_j) v_j^T`` and ``z_i = sum_{j<=i} phi(k_j)``, for
+    """sec-efficient-attention: ``student_fn(queries, keys, values)`` returns the ``(batch, n,
+    d_v)`` outputs of causal linear attention: output ``i`` is ``phi(q_i)^T S_i / phi(q_i)^T z_i``
+    with the running sums ``S_i = sum_{j<=i} phi(k_j) v_j^T`` and ``z_i = sum_{j<=i} phi(k_j)``, for
     queries and keys ``(batch, n, d_k)`` and values ``(batch, n, d_v)``."""
     return check(
         student_fn,

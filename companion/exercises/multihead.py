@@ -1,10 +1,17 @@
-"""Checkers for chapter 6, multi-head attention.
+"""Checkers for sec-multihead-attention, multi-head attention.
 
 ``check_split_heads`` and ``check_merge_heads`` check the two reshapes that let every head of a
 multi-head attention layer run in one batched matrix product: from ``(batch, n, d)`` to
 ``(batch, heads, n, d / heads)`` and back. They name the usual mistakes: a reshape without the
 transpose (which mixes positions and heads), features given to the heads in interleaved order
 instead of in contiguous blocks, and the heads left in the wrong axis.
+
+``check_head_ablation`` checks switching one head off by zeroing the columns of the output
+projection ``W_o`` that read it, and names zeroing its rows instead.
+
+The shapes are drawn afresh on every call and never equal the chapter's own variables
+(``batch, steps, d, h = 2, 5, 12, 3`` and the two heads of 16 features of the digit task), so a
+solution that reads those variables instead of its arguments fails.
 """
 
 from __future__ import annotations
@@ -13,10 +20,12 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from companion.exercises.core import Inputs, check
+from companion.exercises.core import Inputs, check, named_like
+from companion.exercises.sizes import draw, fresh_generator
 
-# Four different sizes, so that any two axes mixed up show in the shape or in the values.
-BATCH, STEPS, HEADS, HEAD_SIZE = 2, 5, 3, 4
+# The chapter's own sizes: batch, steps, heads and head size of its split, and its width d.
+CHAPTER_BATCH, CHAPTER_STEPS, CHAPTER_HEADS, CHAPTER_HEAD_SIZE = 2, 5, 3, 4
+CHAPTER_WIDTH = CHAPTER_HEADS * CHAPTER_HEAD_SIZE
 
 NO_TRANSPOSE_SPLIT = (
     "reshaped without transposing: a direct reshape to (batch, heads, n, d/heads) mixes "
@@ -53,9 +62,22 @@ POSITIONS_FLATTENED = (
 ShapeHint = tuple[Callable[..., tuple[int, ...]], str]  # (the wrong shape for these inputs, hint)
 
 
+def _sizes(generator: torch.Generator) -> tuple[int, int, int, int]:
+    """``(batch, steps, heads, head_size)``, none of them the chapter's, and as many steps as
+    heads never: then heads and positions swapped show in the shape."""
+    while True:
+        batch = draw(generator, 1, 4, avoid=[CHAPTER_BATCH])
+        steps = draw(generator, 2, 8, avoid=[CHAPTER_STEPS])
+        heads = draw(generator, 2, 6, avoid=[CHAPTER_HEADS])
+        head_size = draw(generator, 2, 6, avoid=[CHAPTER_HEAD_SIZE])
+        if steps != heads and heads * head_size != CHAPTER_WIDTH:
+            return batch, steps, heads, head_size
+
+
 def _split_inputs(generator: torch.Generator) -> Inputs:
-    X = torch.randn(BATCH, STEPS, HEADS * HEAD_SIZE, generator=generator)  # (batch, n, d)
-    return X, HEADS
+    batch, steps, heads, head_size = _sizes(generator)
+    X = torch.randn(batch, steps, heads * head_size, generator=generator)  # (batch, n, d)
+    return X, heads
 
 
 def _split_heads(X: torch.Tensor, num_heads: int, how: str = "right") -> torch.Tensor:
@@ -70,7 +92,8 @@ def _split_heads(X: torch.Tensor, num_heads: int, how: str = "right") -> torch.T
 
 
 def _merge_inputs(generator: torch.Generator) -> Inputs:
-    H = torch.randn(BATCH, HEADS, STEPS, HEAD_SIZE, generator=generator)  # (batch, h, n, p)
+    batch, steps, heads, head_size = _sizes(generator)
+    H = torch.randn(batch, heads, steps, head_size, generator=generator)  # (batch, h, n, p)
     return (H,)
 
 
@@ -94,7 +117,7 @@ def _shape_hint(
     :func:`companion.exercises.core.check` reports any shape as "expected ..., got ...": right,
     but here the wrong shape says which axes were mixed up, so it deserves its own hint.
     """
-    inputs = make_inputs(torch.Generator().manual_seed(0))
+    inputs = make_inputs(fresh_generator())
     try:
         got = student_fn(*inputs)
     except Exception:  # stubs and crashes are reported by check()
@@ -108,8 +131,8 @@ def _shape_hint(
 
 
 def check_split_heads(student_fn: Callable[..., torch.Tensor]) -> bool:
-    """Chapter 6: ``student_fn(X, num_heads)`` splits ``X`` of shape ``(batch, n, d)`` into
-    ``(batch, heads, n, d / heads)``, head ``i`` taking features ``i*p ... (i+1)*p - 1``."""
+    """sec-multihead-attention: ``student_fn(X, num_heads)`` splits ``X`` of shape ``(batch, n, d)``
+    into ``(batch, heads, n, d / heads)``, head ``i`` taking features ``i*p ... (i+1)*p - 1``."""
     hint = _shape_hint(
         student_fn,
         _split_inputs,
@@ -133,9 +156,9 @@ def check_split_heads(student_fn: Callable[..., torch.Tensor]) -> bool:
 
 
 def check_merge_heads(student_fn: Callable[..., torch.Tensor]) -> bool:
-    """Chapter 6: ``student_fn(H)`` concatenates the heads of ``H`` of shape
-    ``(batch, heads, n, p)`` into ``(batch, n, heads * p)``, head ``i`` filling features
-    ``i*p ... (i+1)*p - 1``: the inverse of the split."""
+    """sec-multihead-attention: ``student_fn(H)`` concatenates the heads of ``H`` of shape ``(batch,
+    heads, n, p)`` into ``(batch, n, heads * p)``, head ``i`` filling features ``i*p ... (i+1)*p -
+    1``: the inverse of the split."""
     hint = _shape_hint(
         student_fn,
         _merge_inputs,
@@ -154,5 +177,74 @@ def check_merge_heads(student_fn: Callable[..., torch.Tensor]) -> bool:
         mistakes=[
             (lambda H: _merge_heads(H, "no_transpose"), NO_TRANSPOSE_MERGE),
             (lambda H: _merge_heads(H, "interleaved"), INTERLEAVED_MERGE),
+        ],
+    )
+
+
+ROWS_ZEROED = (
+    "you zeroed rows of W_o.weight. nn.Linear stores its weight as (out, in), so a row makes one "
+    "output feature, to which every head contributes. Head i's output enters W_o as the input "
+    "features i*p ... (i+1)*p - 1 (p = d/heads): zero those columns, W_o.weight[:, i*p:(i+1)*p]"
+)
+INTERLEAVED_COLUMNS = (
+    "you zeroed every heads-th column: head i's output is the contiguous block of input "
+    "features i*p ... (i+1)*p - 1 (p = d/heads), so zero W_o.weight[:, i*p:(i+1)*p]"
+)
+ONLY_HEAD_KEPT = (
+    "you kept only that head and switched off all the others: zero the columns of head i and "
+    "keep the rest"
+)
+OTHER_HEAD = (
+    "you zeroed the columns of a neighbouring head: heads are counted from 0, head i owning "
+    "columns i*p ... (i+1)*p - 1"
+)
+NOTHING_ZEROED = "nothing was zeroed: W_o came back unchanged"
+
+
+def _ablation_inputs(generator: torch.Generator) -> Inputs:
+    # The chapter's model has 2 heads of 16 features: at least 3 heads here, of at most 7.
+    heads, head_size = draw(generator, 3, 6), draw(generator, 2, 7)
+    width = heads * head_size
+    W_o = torch.randn(width, width, generator=generator)  # W_o.weight: (out, in)
+    return W_o, draw(generator, 0, heads - 1), heads
+
+
+def _ablate(W_o: torch.Tensor, head: int, num_heads: int, how: str = "columns") -> torch.Tensor:
+    """``W_o`` with head ``head`` switched off; ``how`` names a known mistake."""
+    p = W_o.shape[1] // num_heads
+    block = slice(head * p, (head + 1) * p)
+    ablated = W_o.clone()
+    if how == "rows":
+        ablated[block] = 0
+    elif how == "interleaved":
+        ablated[:, head::num_heads] = 0
+    elif how == "kept":
+        ablated = torch.zeros_like(W_o)
+        ablated[:, block] = W_o[:, block]
+    else:  # "columns": the right answer
+        ablated[:, block] = 0
+    return ablated
+
+
+def check_head_ablation(student_fn: Callable[..., torch.Tensor]) -> bool:
+    """sec-multihead-attention: ``student_fn(W_o, head, num_heads)`` returns a copy of the output
+    projection's weight ``W_o`` (``(d, d)``, stored (out, in) as ``nn.Linear`` does) in which head
+    ``head`` (counted from 0) no longer contributes: its columns ``head*p ... (head+1)*p - 1`` are
+    zero, ``p = d / num_heads``."""
+
+    def on_a_copy(W_o: torch.Tensor, head: int, num_heads: int) -> torch.Tensor:
+        return student_fn(W_o.clone(), head, num_heads)  # the mistakes read the original
+
+    return check(
+        named_like(on_a_copy, student_fn),
+        _ablate,
+        _ablation_inputs,
+        mistakes=[
+            (lambda W, i, h: _ablate(W, i, h, "rows"), ROWS_ZEROED),
+            (lambda W, i, h: _ablate(W, i, h, "interleaved"), INTERLEAVED_COLUMNS),
+            (lambda W, i, h: _ablate(W, i, h, "kept"), ONLY_HEAD_KEPT),
+            (lambda W, i, h: _ablate(W, (i + 1) % h, h), OTHER_HEAD),
+            (lambda W, i, h: _ablate(W, (i - 1) % h, h), OTHER_HEAD),
+            (lambda W, i, h: W, NOTHING_ZEROED),
         ],
     )

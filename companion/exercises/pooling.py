@@ -1,4 +1,10 @@
-"""Checkers for chapter 1, attention pooling."""
+"""Checkers for the exercises of sec-attention-pooling (attention pooling).
+
+The numbers of queries and keys are drawn afresh on every call, always different from each
+other (so that a softmax over the wrong axis shows in the shape) and never the chapter's own
+(its 50 training and 50 test points, and the 2 queries and 4 keys its solution prints), so a
+solution that reads ``x_test`` or ``x_train`` instead of its arguments fails.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +13,17 @@ from collections.abc import Callable
 import torch
 
 from companion.exercises.core import Inputs, check, named_like
+from companion.exercises.sizes import draw
+
+CHAPTER_SIZES = (2, 4, 50)  # points of the chapter's data, and of its printed example
 
 
 def _pooling_inputs(generator: torch.Generator) -> Inputs:
-    queries = torch.rand(7, generator=generator) * 5  # (num_queries,)
-    keys = torch.rand(11, generator=generator) * 5  # (num_keys,)
-    values = torch.randn(11, generator=generator)  # (num_keys,)
+    num_queries = draw(generator, 3, 12, avoid=CHAPTER_SIZES)
+    num_keys = draw(generator, 5, 20, avoid=(*CHAPTER_SIZES, num_queries))
+    queries = torch.rand(num_queries, generator=generator) * 5  # (num_queries,)
+    keys = torch.rand(num_keys, generator=generator) * 5  # (num_keys,)
+    values = torch.randn(num_keys, generator=generator)  # (num_keys,)
     bandwidth = 0.3 + torch.rand(1, generator=generator).item()
     return queries, keys, values, bandwidth
 
@@ -25,9 +36,11 @@ def _gaussian_weights(queries, keys, values, bandwidth, axis=-1, scale=True, hal
     return torch.softmax(scores, dim=axis)
 
 
-def check_gaussian_weights(student_fn: Callable[..., torch.Tensor]) -> bool:
-    """Chapter 1: ``student_fn(queries, keys, bandwidth)`` returns the ``(queries, keys)`` weights
-    ``softmax_j(-((q_i - k_j) / bandwidth)^2 / 2)``."""
+def check_gaussian_weights(
+    student_fn: Callable[..., torch.Tensor], *, seed: int | None = None
+) -> bool:
+    """sec-attention-pooling: ``student_fn(queries, keys, bandwidth)`` returns the
+    ``(queries, keys)`` weights ``softmax_j(-((q_i - k_j) / bandwidth)^2 / 2)``."""
 
     def adapt(weights_fn):  # the checker's inputs carry values, which this exercise ignores
         return lambda queries, keys, values, bandwidth: weights_fn(queries, keys, bandwidth)
@@ -50,18 +63,24 @@ def check_gaussian_weights(student_fn: Callable[..., torch.Tensor]) -> bool:
                 "the score is -(distance)^2 / 2: the factor 1/2 is missing",
             ),
         ],
+        seed=seed,
     )
 
 
-def _laplace_pooling(queries, keys, values, bandwidth, axis=-1, squared=False):
-    distances = (queries[:, None] - keys[None, :]).abs() / bandwidth  # (num_queries, num_keys)
+def _laplace_pooling(queries, keys, values, bandwidth, axis=-1, squared=False, scale=True):
+    distances = (queries[:, None] - keys[None, :]).abs()  # (num_queries, num_keys)
+    if scale:
+        distances = distances / bandwidth
     scores = -(distances**2) / 2 if squared else -distances
     return torch.softmax(scores, dim=axis) @ values  # (num_queries,)
 
 
-def check_laplace_pooling(student_fn: Callable[..., torch.Tensor]) -> bool:
-    """Chapter 1: ``student_fn(queries, keys, values, bandwidth)`` returns the ``(queries,)``
-    predictions of attention pooling with the Laplace kernel, scores ``-|q - k| / bandwidth``."""
+def check_laplace_pooling(
+    student_fn: Callable[..., torch.Tensor], *, seed: int | None = None
+) -> bool:
+    """sec-attention-pooling: ``student_fn(queries, keys, values, bandwidth)`` returns the
+    ``(queries,)`` predictions of attention pooling with the Laplace kernel, scores
+    ``-|q - k| / bandwidth``."""
     return check(
         student_fn,
         _laplace_pooling,
@@ -75,5 +94,10 @@ def check_laplace_pooling(student_fn: Callable[..., torch.Tensor]) -> bool:
                 lambda q, k, v, b: _laplace_pooling(q, k, v, b, squared=True),
                 "that is the Gaussian kernel; the Laplace score is -|q - k| / bandwidth, unsquared",
             ),
+            (
+                lambda q, k, v, b: _laplace_pooling(q, k, v, b, scale=False),
+                "the bandwidth is missing: the score is -|q - k| / bandwidth",
+            ),
         ],
+        seed=seed,
     )

@@ -1,8 +1,12 @@
-"""Checkers for chapter 5, positional encoding.
+"""Checkers for sec-positional-encoding, positional encoding.
 
 The mistakes they name are the ones people make with the sinusoidal table (sine and cosine
 swapped, a wrong exponent or base, the split layout, positions counted from 1) and with the
 rotation that shifts it (transposed, a wrong sign, the angle without the offset).
+
+The sizes are drawn afresh on every call, and never the chapter's own (width ``d = 32``,
+``n = 60`` positions, offsets of a few hundred), so a solution that reads the notebook's
+variables instead of its arguments fails.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from collections.abc import Callable
 import torch
 
 from companion.exercises.core import Inputs, check
+from companion.exercises.sizes import draw
 from companion.positional import PositionalEncoding
 
 BASE = 10000.0
@@ -79,11 +84,11 @@ def _sinusoidal(
 
 
 def _encoding_inputs(generator: torch.Generator) -> Inputs:
-    # An even width of 6 to 24, and few enough positions that float32 angles stay exact to
-    # about 1e-6, so a correct float32 answer passes.
-    max_len = int(torch.randint(10, 41, (1,), generator=generator))
-    num_hiddens = 2 * int(torch.randint(3, 13, (1,), generator=generator))
-    return max_len, num_hiddens
+    # An even width of 6 to 24 (the chapter's is 32), and 10 to 40 positions (it has 60): few
+    # enough that float32 angles stay exact to about 1e-6, so a correct float32 answer passes.
+    # Never as many positions as features: a transposed table then shows in the shape.
+    num_hiddens = 2 * draw(generator, 3, 12)
+    return draw(generator, 10, 40, avoid=[num_hiddens]), num_hiddens
 
 
 def _reference_encoding(max_len: int, num_hiddens: int) -> torch.Tensor:
@@ -91,9 +96,9 @@ def _reference_encoding(max_len: int, num_hiddens: int) -> torch.Tensor:
 
 
 def check_sinusoidal_encoding(student_fn: Callable[..., torch.Tensor]) -> bool:
-    """Chapter 5: ``student_fn(max_len, num_hiddens)`` returns the ``(max_len, num_hiddens)``
-    sinusoidal table ``P`` with ``P[i, 2j] = sin(i / 10000^(2j/d))`` and
-    ``P[i, 2j+1] = cos(i / 10000^(2j/d))``, ``d = num_hiddens`` (even), as in
+    """sec-positional-encoding: ``student_fn(max_len, num_hiddens)`` returns the ``(max_len,
+    num_hiddens)`` sinusoidal table ``P`` with ``P[i, 2j] = sin(i / 10000^(2j/d))`` and ``P[i, 2j+1]
+    = cos(i / 10000^(2j/d))``, ``d = num_hiddens`` (even), as in
     ``companion.PositionalEncoding``."""
     return check(
         student_fn,
@@ -165,20 +170,19 @@ def _rotation(
 
 
 def _rotation_inputs(generator: torch.Generator) -> Inputs:
-    # A nonzero shift, forward or backward, and an even width of 4 to 16.
-    delta = int(torch.randint(1, 30, (1,), generator=generator))
+    # A nonzero shift, forward or backward, and an even width of 4 to 16 (the chapter's is 32).
+    delta = draw(generator, 1, 29)
     if torch.rand(1, generator=generator).item() < 0.3:
         delta = -delta
-    num_hiddens = 2 * int(torch.randint(2, 9, (1,), generator=generator))
-    return delta, num_hiddens
+    return delta, 2 * draw(generator, 2, 8)
 
 
 def check_rotation_matrix(student_fn: Callable[..., torch.Tensor]) -> bool:
-    """Chapter 5: ``student_fn(delta, num_hiddens)`` returns the ``(d, d)`` block-diagonal matrix
-    ``M`` with ``p_{i+delta} = M p_i`` for every position ``i``, where ``p_i`` is row ``i`` of the
-    sinusoidal table as a column vector: block ``j`` (rows and columns ``2j, 2j+1``) is
-    ``[[cos(delta w_j), sin(delta w_j)], [-sin(delta w_j), cos(delta w_j)]]`` with
-    ``w_j = 1 / 10000^(2j/d)``."""
+    """sec-positional-encoding: ``student_fn(delta, num_hiddens)`` returns the ``(d, d)``
+    block-diagonal matrix ``M`` with ``p_{i+delta} = M p_i`` for every position ``i``, where ``p_i``
+    is row ``i`` of the sinusoidal table as a column vector: block ``j`` (rows and columns ``2j,
+    2j+1``) is ``[[cos(delta w_j), sin(delta w_j)], [-sin(delta w_j), cos(delta w_j)]]`` with ``w_j
+    = 1 / 10000^(2j/d)``."""
     return check(
         student_fn,
         _rotation,

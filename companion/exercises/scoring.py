@@ -1,9 +1,15 @@
-"""Checkers for chapter 2, attention scoring functions.
+"""Checkers for the exercises of sec-attention-scoring (attention scoring functions).
 
 ``check_masked_softmax`` checks a masked softmax with ``valid_lens`` of shape ``(batch,)`` and
 ``(batch, queries)``; ``check_scaled_dot_product`` checks scaled dot-product attention with a
 padding mask. Both name the usual mistakes: the wrong softmax axis, a missing or misplaced mask,
 a missing or wrong scale.
+
+The sizes (batch, queries, keys, the width ``d`` of queries and keys, the width of the values)
+are drawn afresh on every call, all different from each other, so that a swapped axis or a
+scale by the wrong size shows; and never the chapter's own (batches of 1, 2 and 4, 1 to 6
+queries, 4 to 10 keys, widths 2 to 8, 20, 64 and 256), so a solution that reads the chapter's
+``X``, ``Q``, ``K``, ``V`` or ``valid_lens`` instead of its arguments fails.
 """
 
 from __future__ import annotations
@@ -15,9 +21,11 @@ import torch
 
 from companion.attention import masked_softmax
 from companion.exercises.core import Inputs, check, named_like
+from companion.exercises.sizes import draw
 
-BATCH, QUERIES, KEYS = 2, 4, 6  # queries != keys, so a swapped axis shows in the shapes
-FEATURES, VALUE_FEATURES = 16, 3  # d = 16: sqrt(d) = 4 and d differ, and neither is 3, 4 or 6
+# The sizes of the chapter's own tensors, which the checkers' inputs never have.
+CHAPTER_BATCHES, CHAPTER_QUERIES, CHAPTER_KEYS = (1, 2, 4), (1, 2, 3, 5, 6), (4, 5, 6, 7, 10)
+CHAPTER_WIDTHS = (1, 2, 3, 4, 8, 20, 64, 256)
 NEGATIVE = -1e6  # what the mistakes fill masked scores with, as d2l does
 
 WRONG_AXIS = "softmax over the wrong axis: normalise each query's scores over the keys (dim=-1)"
@@ -70,17 +78,26 @@ def _one_length_per_row(valid_lens: torch.Tensor, pick: str) -> torch.Tensor:
     return valid_lens[:, 0] if pick == "first" else valid_lens.max(dim=1).values
 
 
-def _valid_lens(generator: torch.Generator, two_d: bool) -> torch.Tensor:
-    shape = (BATCH, QUERIES) if two_d else (BATCH,)
-    # 1 to KEYS - 1: every query has a valid key and at least one padded one.
-    return torch.randint(1, KEYS, shape, generator=generator)
+def _sizes(generator: torch.Generator) -> tuple[int, int, int]:
+    """``(batch, queries, keys)``: all different, none of them the chapter's."""
+    batch = draw(generator, 3, 6, avoid=CHAPTER_BATCHES)
+    queries = draw(generator, 3, 12, avoid=(*CHAPTER_QUERIES, batch))
+    keys = draw(generator, 3, 14, avoid=(*CHAPTER_KEYS, batch, queries))
+    return batch, queries, keys
+
+
+def _valid_lens(generator: torch.Generator, shape: tuple[int, ...], keys: int) -> torch.Tensor:
+    # 1 to keys - 1: every query has a valid key and at least one padded one.
+    return torch.randint(1, keys, shape, generator=generator)
 
 
 def _masked_softmax_inputs(generator: torch.Generator) -> Inputs:
-    # Even trials use valid_lens of shape (batch,), odd ones (batch, queries): both must work.
+    # Trials alternate (their seeds are consecutive): valid_lens of shape (batch,) and of shape
+    # (batch, queries). Both must work.
     two_d = generator.initial_seed() % 2 == 1
-    X = 2 * torch.randn(BATCH, QUERIES, KEYS, generator=generator)  # scores
-    return X, _valid_lens(generator, two_d)
+    batch, queries, keys = _sizes(generator)
+    X = 2 * torch.randn(batch, queries, keys, generator=generator)  # scores
+    return X, _valid_lens(generator, (batch, queries) if two_d else (batch,), keys)
 
 
 def _cloning(student_fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
@@ -89,8 +106,10 @@ def _cloning(student_fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Ten
     return named_like(lambda *inputs: student_fn(*(t.clone() for t in inputs)), student_fn)
 
 
-def check_masked_softmax(student_fn: Callable[..., torch.Tensor]) -> bool:
-    """Chapter 2: ``student_fn(X, valid_lens)`` returns the softmax of the scores ``X``
+def check_masked_softmax(
+    student_fn: Callable[..., torch.Tensor], *, seed: int | None = None
+) -> bool:
+    """sec-attention-scoring: ``student_fn(X, valid_lens)`` returns the softmax of the scores ``X``
     ``(batch, queries, keys)`` over the keys, with weight 0 on every key at a position
     ``>= valid_lens``. ``valid_lens`` has shape ``(batch,)`` (one length per batch row) or
     ``(batch, queries)`` (one per query), and is at least 1."""
@@ -107,14 +126,19 @@ def check_masked_softmax(student_fn: Callable[..., torch.Tensor]) -> bool:
             (lambda X, v: _softmax_variant(X, _one_length_per_row(v, "first")), PER_QUERY_IGNORED),
             (lambda X, v: _softmax_variant(X, _one_length_per_row(v, "max")), PER_QUERY_IGNORED),
         ],
+        seed=seed,
     )
 
 
 def _dot_product_inputs(generator: torch.Generator) -> Inputs:
-    queries = torch.randn(BATCH, QUERIES, FEATURES, generator=generator)  # (batch, queries, d)
-    keys = torch.randn(BATCH, KEYS, FEATURES, generator=generator)  # (batch, keys, d)
-    values = torch.randn(BATCH, KEYS, VALUE_FEATURES, generator=generator)  # (batch, keys, v)
-    return queries, keys, values, _valid_lens(generator, two_d=False)
+    batch, num_queries, num_keys = _sizes(generator)
+    # d and v differ from each other and from the other sizes: a scale by any other size shows.
+    d = draw(generator, 5, 24, avoid=(*CHAPTER_WIDTHS, batch, num_queries, num_keys))
+    v = draw(generator, 2, 12, avoid=(*CHAPTER_WIDTHS, batch, num_queries, num_keys, d))
+    queries = torch.randn(batch, num_queries, d, generator=generator)  # (batch, queries, d)
+    keys = torch.randn(batch, num_keys, d, generator=generator)  # (batch, keys, d)
+    values = torch.randn(batch, num_keys, v, generator=generator)  # (batch, keys, v)
+    return queries, keys, values, _valid_lens(generator, (batch,), num_keys)
 
 
 def _scaled_dot_product(
@@ -126,11 +150,12 @@ def _scaled_dot_product(
     scale: float | None = None,
     axis: int = -1,
     mask: bool = True,
+    fill: float = NEGATIVE,
 ) -> torch.Tensor:
     """softmax(Q K^T / scale) V, right (the defaults: scale sqrt(d)) or wrong."""
     scale = math.sqrt(queries.shape[-1]) if scale is None else scale
     scores = queries @ keys.transpose(1, 2) / scale  # (batch, queries, keys)
-    weights = _softmax_variant(scores, valid_lens, axis=axis, fill=NEGATIVE if mask else None)
+    weights = _softmax_variant(scores, valid_lens, axis=axis, fill=fill if mask else None)
     return weights @ values  # (batch, queries, value features)
 
 
@@ -139,8 +164,10 @@ def _reference_dot_product(queries, keys, values, valid_lens) -> torch.Tensor:
     return masked_softmax(scores, valid_lens) @ values
 
 
-def check_scaled_dot_product(student_fn: Callable[..., torch.Tensor]) -> bool:
-    """Chapter 2: ``student_fn(queries, keys, values, valid_lens)`` returns
+def check_scaled_dot_product(
+    student_fn: Callable[..., torch.Tensor], *, seed: int | None = None
+) -> bool:
+    """sec-attention-scoring: ``student_fn(queries, keys, values, valid_lens)`` returns
     ``softmax(Q K^T / sqrt(d)) V`` of shape ``(batch, queries, value features)``, where keys at
     positions ``>= valid_lens`` (shape ``(batch,)``) get weight 0. Queries and keys have ``d``
     features; values may have another number."""
@@ -178,5 +205,10 @@ def check_scaled_dot_product(student_fn: Callable[..., torch.Tensor]) -> bool:
                 lambda q, k, v, lens: _scaled_dot_product(q, k, v, lens, mask=False),
                 "mask missing: keys at positions >= valid_lens must get weight 0",
             ),
+            (
+                lambda q, k, v, lens: _scaled_dot_product(q, k, v, lens, fill=0.0),
+                MASKED_WITH_ZERO,
+            ),
         ],
+        seed=seed,
     )

@@ -1,0 +1,189 @@
+"""Checkers for the language-model chapter (sec-language-models).
+
+``check_top_p_filter`` checks nucleus filtering built from scratch: logits ``(batch, vocab)``
+in, the same logits out with every token outside the nucleus set to ``-inf``.
+``check_cached_causal_mask`` checks the causal mask of new queries that come after cached keys.
+Each names the usual mistakes: the token that crosses ``p`` dropped, no sort or the wrong order,
+the kept logits left in sorted order, 0 instead of ``-inf``; a mask lined up with the first keys
+instead of the last, a masked diagonal, the wrong triangle.
+
+The sizes (and ``p``) are drawn afresh on every call and are never the chapter's own (its
+examples use a vocabulary of 6 tokens and ``p = 0.9``; its cache example has 4 queries after
+6 cached keys), so a solution that reads the notebook's variables instead of its arguments fails.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from companion.exercises.core import Inputs, check, named_like
+from companion.exercises.sizes import draw
+from companion.sampling import top_p_filter
+
+CHAPTER_VOCAB, CHAPTER_P = 6, 0.9
+CHAPTER_QUERIES, CHAPTER_KEYS = 4, 10
+
+
+# ----------------------------------------------------------------------------- top-p
+
+
+def _nucleus(
+    logits: torch.Tensor,
+    p: float,
+    *,
+    exclusive: bool = True,
+    order: str = "descending",
+    cumulate_logits: bool = False,
+    unsort: bool = True,
+    fill: float = -math.inf,
+    softmax_dim: int = -1,
+) -> torch.Tensor:
+    """Top-p filtering, right by default; each keyword reproduces one typical mistake."""
+    probs = logits if cumulate_logits else logits.softmax(dim=softmax_dim)
+    if order == "none":
+        sorted_probs, indices = probs, torch.arange(probs.shape[-1]).expand_as(probs)
+    else:
+        sorted_probs, indices = probs.sort(dim=-1, descending=order == "descending", stable=True)
+    total = sorted_probs.cumsum(dim=-1)  # (batch, vocab)
+    drop = (total - sorted_probs >= p) if exclusive else (total > p)
+    if not unsort:  # the sorted logits, filtered, never put back
+        return logits.gather(-1, indices).masked_fill(drop, fill)
+    return logits.masked_fill(torch.zeros_like(drop).scatter(-1, indices, drop), fill)
+
+
+def _top_p_inputs(generator: torch.Generator) -> Inputs:
+    batch = draw(generator, 2, 5)
+    vocab = draw(generator, 7, 40, avoid=[batch])
+    scale = 0.5 + 2.5 * torch.rand(batch, 1, generator=generator)  # flat and peaked rows
+    shift = 1 + 2 * torch.rand(batch, 1, generator=generator)  # no effect on the softmax
+    logits = torch.randn(batch, vocab, generator=generator) * scale + shift
+    p = round(0.3 + 0.65 * float(torch.rand(1, generator=generator)), 3)
+    return logits, p if p != CHAPTER_P else 0.8
+
+
+def check_top_p_filter(student_fn: Callable[[torch.Tensor, float], torch.Tensor]) -> bool:
+    """``student_fn(logits, p)`` keeps, in each row of ``logits`` ``(batch, vocab)``, the fewest
+    most likely tokens whose probabilities add up to at least ``p``, and sets every other logit
+    to ``-inf``; it returns ``(batch, vocab)`` logits in the vocabulary's order."""
+    return check(
+        student_fn,
+        top_p_filter,
+        _top_p_inputs,
+        mistakes=[
+            (
+                lambda x, p: _nucleus(x, p, exclusive=False),
+                "the token that crosses p is dropped, so the kept mass is below p: keep a "
+                "token while the mass of the tokens *before* it is below p (the cumulative sum "
+                "minus its own probability); the most likely token is always kept",
+            ),
+            (
+                lambda x, p: _nucleus(x, p, order="none"),
+                "the cumulative sum runs in vocabulary order: sort the probabilities in "
+                "decreasing order first (torch.sort(..., descending=True))",
+            ),
+            (
+                lambda x, p: _nucleus(x, p, order="ascending"),
+                "sorted in increasing order: the nucleus is made of the *most* likely tokens, "
+                "sort with descending=True",
+            ),
+            (
+                lambda x, p: _nucleus(x, p, cumulate_logits=True),
+                "the cumulative sum adds up logits: turn them into probabilities with a softmax "
+                "first",
+            ),
+            (
+                lambda x, p: _nucleus(x, p, unsort=False),
+                "the logits come back in sorted order: put each kept logit back at its token's "
+                "position (scatter the mask with the sort indices)",
+            ),
+            (
+                lambda x, p: _nucleus(x, p, fill=0.0),
+                "a dropped token must get the logit -inf: a logit of 0 still has a probability "
+                "after the softmax",
+            ),
+            (
+                lambda x, p: _nucleus(x, p, softmax_dim=0),
+                "softmax over the batch axis: each row is one distribution over the vocabulary, "
+                "normalise it with softmax(dim=-1)",
+            ),
+            (
+                lambda x, p: torch.where(_nucleus(x, p) > -math.inf, x.softmax(-1), 0.0),
+                "these are probabilities: return the logits themselves, with the dropped ones "
+                "set to -inf",
+            ),
+        ],
+    )
+
+
+# ----------------------------------------------------------------------------- cached mask
+
+
+def _cached_mask(num_queries: int, num_keys: int, *, shift: int | None = None, lower=True):
+    """``(num_queries, num_keys)`` 0/1: query ``i`` sits at position ``num_keys - num_queries +
+    i`` and may see the keys up to it. ``shift`` replaces that offset (a mistake)."""
+    offset = num_keys - num_queries if shift is None else shift
+    ones = torch.ones(num_queries, num_keys, dtype=torch.bool)
+    mask = ones.tril(offset) if lower else ones.triu(offset)
+    return mask.float()  # compared as numbers: allclose does not take booleans
+
+
+def _mask_inputs(generator: torch.Generator) -> Inputs:
+    num_keys = draw(generator, 4, 14, avoid=[CHAPTER_KEYS])
+    num_queries = draw(generator, 2, num_keys - 2, avoid=[CHAPTER_QUERIES])  # 2+ cached steps
+    return num_queries, num_keys
+
+
+def _boolean(mask_fn: Callable[[int, int], torch.Tensor]) -> Callable[[int, int], torch.Tensor]:
+    """The student's mask as 0/1 floats, after checking that it is a boolean tensor."""
+
+    def as_numbers(num_queries: int, num_keys: int) -> torch.Tensor:
+        mask = mask_fn(num_queries, num_keys)
+        if isinstance(mask, torch.Tensor) and mask.dtype != torch.bool:
+            raise TypeError(
+                f"expected a boolean mask (True where a query may see a key); got "
+                f"dtype {mask.dtype}"
+            )
+        return mask.float() if isinstance(mask, torch.Tensor) else mask
+
+    return named_like(as_numbers, mask_fn)
+
+
+def check_cached_causal_mask(student_fn: Callable[[int, int], torch.Tensor]) -> bool:
+    """``student_fn(num_queries, num_keys)`` returns the ``(num_queries, num_keys)`` boolean
+    mask of causal attention when ``num_keys - num_queries`` keys are cached and the queries
+    are the newest steps: True where query ``i`` may see key ``j``."""
+    return check(
+        _boolean(student_fn),
+        _cached_mask,
+        _mask_inputs,
+        mistakes=[
+            (
+                lambda q, k: _cached_mask(q, k, shift=0),
+                "the queries are lined up with the *first* keys: query i comes after the "
+                "num_keys - num_queries cached steps, so it sees the keys up to "
+                "num_keys - num_queries + i (tril with diagonal=num_keys - num_queries)",
+            ),
+            (
+                lambda q, k: _cached_mask(q, k, shift=k - q - 1),
+                "diagonal masked: a query may see its own step, key num_keys - num_queries + i",
+            ),
+            (
+                lambda q, k: _cached_mask(q, k, lower=False),
+                "upper instead of lower triangle: a query may see the keys up to its own "
+                "position (tril), not the ones after it (triu)",
+            ),
+            (
+                lambda q, k: 1 - _cached_mask(q, k),
+                "the mask is inverted: True must mean 'may see', and here True marks the keys to "
+                "hide",
+            ),
+            (
+                lambda q, k: torch.ones(q, k),
+                "nothing is masked: that is right for one new query, but with several new ones "
+                "each must not see the steps after its own",
+            ),
+        ],
+    )

@@ -1,0 +1,349 @@
+"""Checkers for the pretraining chapter (sec-pretraining).
+
+- ``check_gather_positions``: the masked-LM head's first step, the encoder outputs at the
+  predicted positions, ``(batch, num_preds, d)``.
+- ``check_mlm_loss``: cross-entropy averaged over the real predictions only.
+- ``check_mask_sentence``: build it yourself, BERT's 80/10/10 masking of one sentence. The
+  answer is random, so this checker calls it on a few thousand random sentences and checks
+  what must always hold (how many positions, which ones, the labels, nothing else changed, the
+  same draws from the same generator) and then the frequencies of ``<mask>``, a random token
+  and the kept token, each within 5 standard deviations of BERT's rule.
+
+Every call draws new sizes, vocabularies and special-token ids, so an answer that uses the
+chapter's own variables instead of its arguments fails.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+from companion.exercises.core import Inputs, check
+
+# ----------------------------------------------------------------------------- gather
+
+
+def _gather(X: torch.Tensor, pred_positions: torch.Tensor) -> torch.Tensor:
+    """``out[b, j] = X[b, pred_positions[b, j]]``: ``(batch, num_preds, d)``."""
+    rows = torch.arange(X.shape[0])[:, None]  # (batch, 1), broadcast against (batch, preds)
+    return X[rows, pred_positions]
+
+
+def _gather_cycled_rows(X: torch.Tensor, pred_positions: torch.Tensor) -> torch.Tensor:
+    """The batch index built with ``repeat`` instead of ``repeat_interleave``."""
+    batch, preds = pred_positions.shape
+    rows = torch.arange(batch).repeat(preds)  # 0 1 2 0 1 2 ...: rows and positions mismatched
+    return X[rows, pred_positions.reshape(-1)].reshape(batch, preds, -1)
+
+
+def fresh_generator() -> torch.Generator:
+    """Seeded by the operating system: other inputs on every call, global state untouched."""
+    return torch.Generator().manual_seed(secrets.randbits(62))
+
+
+def _randint(generator: torch.Generator, low: int, high: int) -> int:
+    """A random integer in ``[low, high]``."""
+    return int(torch.randint(low, high + 1, (1,), generator=generator))
+
+
+def _gather_inputs(generator: torch.Generator) -> Inputs:
+    batch = _randint(generator, 2, 5)
+    # num_preds != batch, so an answer with the two axes swapped has the wrong shape
+    preds, d = batch + _randint(generator, 1, 3), _randint(generator, 3, 9)
+    steps = _randint(generator, preds + 2, 14)
+    X = torch.randn(batch, steps, d, generator=generator)
+    return X, torch.randint(0, steps, (batch, preds), generator=generator)
+
+
+def check_gather_positions(
+    student_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+) -> bool:
+    """``student_fn(X, pred_positions)`` with ``X`` ``(batch, steps, d)`` and ``pred_positions``
+    ``(batch, num_preds)`` returns ``(batch, num_preds, d)``: row ``b``'s outputs at its own
+    positions ``pred_positions[b]``."""
+
+    X, pred_positions = _gather_inputs(fresh_generator())
+    try:
+        got = student_fn(X, pred_positions)
+    except Exception:  # check() below reports it
+        got = None
+    batch, preds = pred_positions.shape
+    if isinstance(got, torch.Tensor) and got.shape == (batch, batch, preds, X.shape[-1]):
+        print(
+            "hint: X[:, pred_positions] reads every row's positions from every row, shape "
+            f"{tuple(got.shape)}: pair row b with pred_positions[b] (index the batch axis with a "
+            "(batch, 1) column of row numbers)"
+        )
+        return False
+    return check(
+        student_fn,
+        _gather,
+        _gather_inputs,
+        mistakes=[
+            (
+                _gather_cycled_rows,
+                "the rows and the positions are paired wrongly: the row index must repeat each "
+                "row num_preds times (0 0 1 1 ..., repeat_interleave), not cycle (0 1 0 1 ...)",
+            ),
+        ],
+    )
+
+
+# ----------------------------------------------------------------------------- loss
+
+
+def _mlm_loss(logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    losses = F.cross_entropy(logits.transpose(1, 2), labels, reduction="none")  # (batch, preds)
+    return (losses * weights).sum() / weights.sum()
+
+
+def _mlm_loss_unweighted(logits, labels, weights):
+    return F.cross_entropy(logits.transpose(1, 2), labels)
+
+
+def _mlm_loss_row_means(logits, labels, weights):
+    losses = F.cross_entropy(logits.transpose(1, 2), labels, reduction="none")
+    return ((losses * weights).sum(dim=1) / weights.sum(dim=1)).mean()
+
+
+def _mlm_loss_over_all_slots(logits, labels, weights):
+    losses = F.cross_entropy(logits.transpose(1, 2), labels, reduction="none")
+    return (losses * weights).mean()
+
+
+def _loss_inputs(generator: torch.Generator) -> Inputs:
+    batch, preds = _randint(generator, 3, 7), _randint(generator, 3, 6)
+    vocab = _randint(generator, 5, 20)
+    logits = 2 * torch.randn(batch, preds, vocab, generator=generator)
+    labels = torch.randint(0, vocab, (batch, preds), generator=generator)
+    counts = torch.randint(1, preds + 1, (batch,), generator=generator)  # >= 1 real per row
+    counts[0], counts[1] = 1, preds  # rows of 1 and of all predictions: row means then differ
+    weights = (torch.arange(preds) < counts[:, None]).float()  # (batch, preds)
+    return logits, labels, weights
+
+
+def check_mlm_loss(
+    student_fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
+) -> bool:
+    """``student_fn(logits, labels, weights)`` with logits ``(batch, num_preds, vocab)`` and
+    labels and weights ``(batch, num_preds)`` returns the scalar mean cross-entropy over the
+    predictions of weight 1 (weight 0 marks padding)."""
+    return check(
+        student_fn,
+        _mlm_loss,
+        _loss_inputs,
+        mistakes=[
+            (
+                _mlm_loss_unweighted,
+                "the padding slots (weight 0) are averaged in: multiply each loss by its weight "
+                "and divide by the sum of the weights",
+            ),
+            (
+                _mlm_loss_over_all_slots,
+                "divided by the number of slots, padding included: divide by weights.sum(), "
+                "the number of real predictions",
+            ),
+            (
+                _mlm_loss_row_means,
+                "a mean of per-sentence means: every prediction should count the same, so sum "
+                "over the whole batch and divide by weights.sum() once",
+            ),
+        ],
+    )
+
+
+# ----------------------------------------------------------------------------- masking
+
+MASK_RULE = (0.8, 0.1, 0.1)  # <mask>, a random token, kept
+
+
+class _Sentence:
+    """One random input of the masking checker, with its reference facts."""
+
+    def __init__(self, generator: torch.Generator) -> None:
+        def randint(low: int, high: int) -> int:
+            return _randint(generator, low, high)
+
+        self.vocab_size = randint(20, 60)
+        cls, sep, mask = torch.randperm(8, generator=generator)[:3].tolist()  # new ids each time
+        self.special_ids, self.mask_id = [cls, sep], mask
+        words = [w for w in range(self.vocab_size) if w not in (cls, sep, mask)]
+        length_a = randint(1, 25)
+        pair = randint(0, 1) == 1  # sentence pairs have a second <sep> inside
+        length_b = randint(1, 10) if pair else 0
+        drawn = torch.randint(len(words), (length_a + length_b,), generator=generator)
+        body = [words[i] for i in drawn.tolist()]
+        tokens = [cls, *body[:length_a], sep] + ([*body[length_a:], sep] if pair else [])
+        self.tokens = torch.tensor(tokens)
+        self.candidates = [i for i, t in enumerate(tokens) if t not in (cls, sep)]
+        self.num_preds = min(len(self.candidates), max(1, round(0.15 * len(tokens))))
+
+
+def _call(student_fn, sentence: _Sentence, seed: int):
+    generator = torch.Generator().manual_seed(seed)
+    return student_fn(
+        sentence.tokens.clone(),
+        list(sentence.special_ids),
+        sentence.mask_id,
+        sentence.vocab_size,
+        generator,
+    )
+
+
+def _problem(result, sentence: _Sentence) -> str | None:
+    """What is wrong with one answer, whatever the random draws; ``None`` if nothing is."""
+    if not (isinstance(result, tuple | list) and len(result) == 3):
+        return "return a tuple (inputs, pred_positions, labels)"
+    if not all(isinstance(r, torch.Tensor) for r in result):
+        return "inputs, pred_positions and labels must each be a torch.Tensor"
+    inputs, positions, labels = (r.detach().cpu().long() for r in result)
+    tokens, n = sentence.tokens, len(sentence.tokens)
+    if inputs.shape != tokens.shape:
+        return (
+            f"inputs must have the shape of tokens {tuple(tokens.shape)}; got {tuple(inputs.shape)}"
+        )
+    if positions.dim() != 1 or labels.shape != positions.shape:
+        return (
+            "pred_positions and labels must be 1-D and of the same length; got "
+            f"{tuple(positions.shape)} and {tuple(labels.shape)}"
+        )
+    if len(positions) != sentence.num_preds:
+        return (
+            f"a sentence of {n} tokens ({len(sentence.candidates)} of them not special) needs "
+            f"{sentence.num_preds} predictions, max(1, round(0.15 * {n})) with <cls> and <sep> "
+            f"counted, as BERT and d2l do; got {len(positions)}"
+        )
+    if len(positions) and (positions.min() < 0 or positions.max() >= n):
+        return f"pred_positions must lie in [0, {n}); got {positions.tolist()}"
+    if any(tokens[p] in sentence.special_ids for p in positions.tolist()):
+        return "a <cls> or <sep> was chosen for prediction: only the other tokens are candidates"
+    if len(set(positions.tolist())) < len(positions):
+        return f"a position was chosen twice: draw without replacement; got {positions.tolist()}"
+    if (positions[1:] < positions[:-1]).any():
+        return f"sort pred_positions in ascending order, as d2l does; got {positions.tolist()}"
+    if not torch.equal(labels, tokens[positions]):
+        if torch.equal(labels, inputs[positions]):
+            return "the labels are the corrupted inputs: a label is the original token"
+        return "the labels must be the original tokens at pred_positions"
+    others = torch.ones(n, dtype=torch.bool)
+    others[positions] = False
+    if not torch.equal(inputs[others], tokens[others]):
+        return "a token that was not chosen for prediction changed: only pred_positions change"
+    return None
+
+
+def _five_sigma(count: float, expected: float, variance: float) -> bool:
+    return abs(count - expected) <= 5 * math.sqrt(variance)
+
+
+def check_mask_sentence(
+    student_fn: Callable, *, trials: int = 800, seed: int | None = None
+) -> bool:
+    """Build it yourself: ``student_fn(tokens, special_ids, mask_id, vocab_size, generator)``
+    masks one sentence for a masked language model, with BERT's 80/10/10 rule.
+
+    ``tokens`` is a 1-D tensor (``<cls> ... <sep>``, or a pair with two ``<sep>``);
+    ``special_ids`` holds the ids of ``<cls>`` and ``<sep>``. Choose ``max(1, round(0.15 *
+    len(tokens)))`` of the other positions at random (all of them if fewer), and replace each
+    chosen token by ``mask_id`` with probability 0.8, by a random id in ``[0, vocab_size)`` with
+    probability 0.1, and leave it with probability 0.1. Draw only from ``generator``. Return
+    ``(inputs, pred_positions, labels)``: the corrupted copy of ``tokens``, the chosen positions
+    in ascending order and the original tokens there.
+    """
+    name = getattr(student_fn, "__name__", "your function")
+    first_seed = secrets.randbits(60) if seed is None else seed
+    counts = {"mask": 0.0, "kept": 0.0, "other": 0.0}
+    expected = dict(counts)
+    variance = dict(counts)
+    first_positions, samples, early_half = 0, 0, 0
+    with torch.random.fork_rng():  # the notebook's global random state is left alone
+        for trial in range(trials):
+            sentence = _Sentence(torch.Generator().manual_seed(first_seed + trial))
+            try:
+                result = _call(student_fn, sentence, first_seed + trial)
+                if trial < 5:  # the same generator state must give the same answer
+                    again = _call(student_fn, sentence, first_seed + trial)
+            except NotImplementedError:
+                print(f"not implemented yet: {name} raises NotImplementedError")
+                return False
+            except Exception as error:  # the student's bug, reported instead of a traceback
+                print(f"error: {name} raised {type(error).__name__}: {error}")
+                return False
+            problem = _problem(result, sentence)
+            if problem:
+                print(f"hint: {problem}")
+                return False
+            inputs, positions, _ = (r.detach().cpu().long() for r in result)
+            if trial < 5 and not all(torch.equal(a.cpu(), b) for a, b in zip(again, result)):
+                print(
+                    "hint: two calls with generators in the same state gave different masks: "
+                    "draw every random number from `generator` (torch.rand(..., "
+                    "generator=generator)), not from torch's global generator"
+                )
+                return False
+            _tally(sentence, inputs, positions, counts, expected, variance)
+            k, candidates = len(positions), sentence.candidates
+            if len(candidates) >= 3 * k:  # a first-k rule would show here
+                samples += 1
+                first_positions += positions.tolist() == candidates[:k]
+                middle = candidates[len(candidates) // 2]
+                early_half += sum(p < middle for p in positions.tolist()) / k
+    hint = _frequency_hint(counts, expected, variance)
+    if hint is None and samples and first_positions > samples / 2:
+        hint = (
+            "the chosen positions are the first candidates: choose them uniformly at random "
+            "(for example with torch.randperm(..., generator=generator))"
+        )
+    if hint is None and samples and not _five_sigma(early_half, samples / 2, samples / 4):
+        hint = (
+            f"the chosen positions fall in the first half of the candidates "
+            f"{early_half / samples:.0%} of the time, not about half: choose them uniformly"
+        )
+    if hint:
+        print(f"hint: {hint}")
+        return False
+    print(f"pass: {name} follows BERT's rule on {trials} random sentences")
+    return True
+
+
+def _tally(sentence, inputs, positions, counts, expected, variance) -> None:
+    """Add one sentence's outcomes and their expectation under the 80/10/10 rule. A random
+    draw of the mask id counts as ``<mask>``, a draw of the token itself as kept."""
+    p_mask, p_random, p_keep = MASK_RULE
+    V = sentence.vocab_size
+    probabilities = {
+        "mask": p_mask + p_random / V,
+        "kept": p_keep + p_random / V,
+        "other": p_random * (V - 2) / V,
+    }
+    for position in positions.tolist():
+        new, old = int(inputs[position]), int(sentence.tokens[position])
+        outcome = "mask" if new == sentence.mask_id else "kept" if new == old else "other"
+        counts[outcome] += 1
+        for key, p in probabilities.items():
+            expected[key] += p
+            variance[key] += p * (1 - p)
+
+
+def _frequency_hint(counts, expected, variance) -> str | None:
+    total = sum(counts.values())
+    share = {k: counts[k] / total for k in counts}
+    if all(_five_sigma(counts[k], expected[k], variance[k]) for k in counts):
+        return None
+    if share["mask"] > 0.97:
+        return (
+            "every chosen token became the mask: BERT replaces only 80% by the mask, 10% by a "
+            "random token and keeps 10%, so that the model also learns about tokens it can see"
+        )
+    if share["other"] < 0.02:
+        return "no chosen token was replaced by a random token: 10% should be"
+    if share["kept"] < 0.05:
+        return "no chosen token was left as it was: 10% should be"
+    return (
+        f"<mask>/kept/random shares are {share['mask']:.3f}/{share['kept']:.3f}/"
+        f"{share['other']:.3f}; BERT's rule gives about 0.8/0.1/0.1"
+    )

@@ -1,0 +1,98 @@
+"""Measuring on the reader's machine: the thread count, waiting for the device, and peak memory.
+What a benchmark or a chapter needs to time and weigh one step (sec-efficient-attention).
+
+:func:`use_threads` pins torch's CPU threads to ``$COMPANION_NUM_THREADS`` (default 2), as the
+Makefile does, so that measurements compare. :func:`synchronize` waits for a GPU's queued work.
+
+:func:`memory_probe` returns a probe for a device: ``probe.start()`` before a step,
+``probe.peak()`` after it gives the most bytes the step needed on top of what was resident
+before. On CUDA that is ``max_memory_allocated``; on Linux CPUs it is the growth of the
+process's resident set, read from its resettable high-water mark (``VmHWM``). Elsewhere
+(macOS, MPS) ``probe.available`` is False.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from companion.repro import configured_threads
+
+
+def use_threads(device: torch.device) -> int | None:
+    """On the CPU, set torch's thread count from ``$COMPANION_NUM_THREADS`` and return it."""
+    if device.type != "cpu":
+        return None
+    threads = configured_threads()
+    torch.set_num_threads(threads)
+    return threads
+
+
+def _proc_status_bytes(field: str) -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024  # reported in kB
+    raise OSError(f"{field} not in /proc/self/status")
+
+
+class _RSSProbe:
+    """Growth of the resident set over a step, from Linux's resettable high-water mark."""
+
+    def __init__(self) -> None:
+        self.before = 0
+        try:
+            self.start()
+            self.available = True
+        except OSError:
+            self.available = False
+
+    def start(self) -> None:
+        with open("/proc/self/clear_refs", "w") as clear_refs:
+            clear_refs.write("5")  # reset VmHWM to the current VmRSS
+        self.before = _proc_status_bytes("VmRSS")
+
+    def peak(self) -> int:
+        return _proc_status_bytes("VmHWM") - self.before
+
+
+class _CUDAProbe:
+    available = True
+
+    def __init__(self, device: torch.device) -> None:
+        self.device, self.before = device, 0
+
+    def start(self) -> None:
+        torch.cuda.synchronize(self.device)
+        torch.cuda.reset_peak_memory_stats(self.device)
+        self.before = torch.cuda.memory_allocated(self.device)
+
+    def peak(self) -> int:
+        torch.cuda.synchronize(self.device)
+        return torch.cuda.max_memory_allocated(self.device) - self.before
+
+
+class _NoProbe:
+    available = False
+
+    def start(self) -> None:
+        pass
+
+    def peak(self) -> int:
+        return -1
+
+
+def memory_probe(device: torch.device) -> _RSSProbe | _CUDAProbe | _NoProbe:
+    if device.type == "cuda":
+        return _CUDAProbe(device)
+    if device.type == "cpu":
+        probe = _RSSProbe()
+        return probe if probe.available else _NoProbe()
+    return _NoProbe()
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the kernels queued on ``device``: GPU work runs asynchronously."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()

@@ -1,0 +1,45 @@
+"""Figures of the language-model chapter (sec-language-models).
+
+Like :mod:`companion.plot`, each function draws with matplotlib, returns ``None`` and saves the
+figure when given ``path=``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import torch
+
+from companion.plot import _as_numpy, _finish
+
+
+def show_masks(
+    masks,
+    titles: Sequence[str],
+    labels: Sequence[str] | None = None,
+    figsize: tuple[float, float] = (7.5, 2.8),
+    *,
+    path: str | Path | None = None,
+) -> None:
+    """Boolean attention masks side by side, ``masks`` of shape ``(num_masks, queries,
+    keys)``: dark where the query (row) may attend to the key (column), light where it may
+    not. Unlike :func:`companion.plot.show_heatmaps`, the colours are fixed to 0 and 1, so a
+    mask that lets everything through is drawn dark, not scaled to its own range."""
+    masks = torch.as_tensor(_as_numpy(masks))
+    if masks.dim() != 3 or masks.shape[0] != len(titles):
+        raise ValueError(
+            f"masks must have shape (len(titles)={len(titles)}, queries, keys); "
+            f"got {tuple(masks.shape)}"
+        )
+    fig, axes = plt.subplots(1, len(titles), figsize=figsize, sharey=True, squeeze=False)
+    for ax, mask, title in zip(axes[0], masks.float(), titles):
+        ax.imshow(mask.numpy(), cmap="Blues", vmin=0, vmax=1)
+        ax.set_title(title)
+        ax.set_xlabel("keys")
+        if labels is not None:
+            ax.set_xticks(range(len(labels)), labels=labels, rotation=90)
+            ax.set_yticks(range(len(labels)), labels=labels)
+    axes[0, 0].set_ylabel("queries")
+    _finish(fig, path)

@@ -1,0 +1,125 @@
+"""Figures of the pretraining chapter (sec-pretraining): the learning curve of fine-tuning,
+and two figures drawn from published numbers (:mod:`companion.published`).
+
+Like :mod:`companion.plot`, each function draws with matplotlib, returns ``None`` and saves the
+figure when given ``path=``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from companion.plot import _finish
+from companion.published import (
+    CHINCHILLA_OPTIMAL,
+    KAPLAN_D,
+    KAPLAN_N,
+    KAPLAN_RANGES,
+    T5_CORRUPTION_RATE_GLUE,
+    T5_NO_PRETRAINING_GLUE,
+    T5_OBJECTIVES_GLUE,
+    kaplan_loss,
+)
+
+COLORS = ("C0", "C3", "C2", "C1")
+
+
+def plot_learning_curves(
+    sizes: Sequence[int],
+    accuracies: Mapping[str, Sequence[Sequence[float]]],
+    chance: float | None = 0.5,
+    figsize: tuple[float, float] = (4.5, 3.0),
+    *,
+    path: str | Path | None = None,
+) -> None:
+    """Test accuracy against the number of labelled examples (log scale), one curve per
+    entry of ``accuracies``: ``accuracies[name][i]`` holds the runs (seeds) at ``sizes[i]``.
+    The line joins the means; each run is a dot, so the spread shows."""
+    fig, ax = plt.subplots(figsize=figsize)
+    for (name, runs), color in zip(accuracies.items(), COLORS):
+        if len(runs) != len(sizes):
+            raise ValueError(f"accuracies[{name!r}] has {len(runs)} entries for {len(sizes)} sizes")
+        means = [float(np.mean(r)) for r in runs]
+        ax.plot(sizes, means, "-o", color=color, label=name)
+        for size, r in zip(sizes, runs):
+            ax.plot([size] * len(r), r, ".", color=color, alpha=0.5)
+    if chance is not None:
+        ax.axhline(chance, color="gray", linestyle=":", label="chance")
+    ax.set_xscale("log")
+    ax.set_xticks(list(sizes), [str(s) for s in sizes])
+    ax.minorticks_off()
+    ax.set_xlabel("labelled examples")
+    ax.set_ylabel("test accuracy")
+    ax.grid(True)
+    ax.legend()
+    _finish(fig, path)
+
+
+def plot_t5_objectives(
+    figsize: tuple[float, float] = (8.0, 3.0), *, path: str | Path | None = None
+) -> None:
+    """Raffel et al. (2020): GLUE average after pre-training with each objective (Tables 1, 4
+    and 5), and against the corruption rate (Table 6)."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=figsize, width_ratios=(3, 2))
+    names = ["no pre-training", *T5_OBJECTIVES_GLUE]
+    scores = [T5_NO_PRETRAINING_GLUE, *T5_OBJECTIVES_GLUE.values()]
+    left.barh(names, scores, color=["gray"] + ["C0"] * len(T5_OBJECTIVES_GLUE))
+    for y, score in enumerate(scores):
+        left.text(score + 0.3, y, f"{score:.2f}", va="center", fontsize=8)
+    left.set_xlim(60, 88)
+    left.invert_yaxis()
+    left.set_xlabel("GLUE average")
+    left.set_title("objective (Tables 1, 4, 5)", fontsize=9)
+    rates = list(T5_CORRUPTION_RATE_GLUE)
+    right.plot([100 * r for r in rates], list(T5_CORRUPTION_RATE_GLUE.values()), "-o")
+    right.set_xlabel("tokens corrupted (%)")
+    right.set_ylabel("GLUE average")
+    right.set_title("corruption rate (Table 6)", fontsize=9)
+    right.grid(True)
+    fig.tight_layout()
+    _finish(fig, path)
+
+
+def plot_scaling_laws(
+    ours: tuple[float, float] | None = None,
+    figsize: tuple[float, float] = (8.0, 3.0),
+    *,
+    path: str | Path | None = None,
+) -> None:
+    """Left: Kaplan et al.'s fitted laws L(N) and L(D) over the ranges they were fitted on.
+    Right: Hoffmann et al.'s compute-optimal tokens per model size (Table 3), with the line
+    ``tokens = 20 * parameters``; ``ours = (parameters, tokens)`` marks another model."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=figsize)
+    for law, key, label, color in (
+        (KAPLAN_N, "N", "parameters N", "C0"),
+        (KAPLAN_D, "D", "tokens D", "C3"),
+    ):
+        low, high = KAPLAN_RANGES[key]
+        x = np.logspace(np.log10(low), np.log10(high), 50)
+        left.plot(x, [kaplan_loss(v, law) for v in x], color=color, label=f"L({key}): {label}")
+    left.set_xscale("log")
+    left.set_xlabel("N or D")
+    left.set_ylabel("test loss (nats per token)")
+    left.set_title("Kaplan et al. (2020), eqs. (1.1), (1.2)", fontsize=9)
+    left.grid(True)
+    left.legend(fontsize=8)
+    params = [p for p, _, _ in CHINCHILLA_OPTIMAL]
+    tokens = [t for _, _, t in CHINCHILLA_OPTIMAL]
+    right.plot(params, tokens, "o", color="C0", label="compute-optimal (Table 3)")
+    grid = np.logspace(3, 13, 20)
+    right.plot(grid, 20 * grid, ":", color="gray", label="20 tokens per parameter")
+    if ours is not None:
+        right.plot(*ours, "*", color="C3", markersize=10, label="this chapter's BERT")
+    right.set_xscale("log")
+    right.set_yscale("log")
+    right.set_xlabel("parameters")
+    right.set_ylabel("training tokens")
+    right.set_title("Hoffmann et al. (2022), Table 3", fontsize=9)
+    right.grid(True)
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    _finish(fig, path)

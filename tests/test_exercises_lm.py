@@ -1,0 +1,198 @@
+"""The language-model chapter's checkers pass correct answers, name the typical mistakes, draw
+fresh sizes on every call, and fail the untouched stub and solutions hard-wired to the chapter."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from companion.attention import attention_mask
+from companion.exercises.lm import check_cached_causal_mask, check_top_p_filter
+
+# ----------------------------------------------------------------------------- top-p
+
+
+def nucleus_by_mask(logits, p):
+    probs = logits.softmax(dim=-1)
+    sorted_probs, order = probs.sort(dim=-1, descending=True)
+    before = sorted_probs.cumsum(dim=-1) - sorted_probs  # mass of the more likely tokens
+    keep_sorted = before < p
+    keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+    return logits.masked_fill(~keep, -math.inf)
+
+
+def nucleus_by_threshold(logits, p):
+    """Another correct route: the smallest kept probability per row, then a threshold."""
+    probs = logits.softmax(dim=-1)
+    sorted_probs, _ = probs.sort(dim=-1, descending=True)
+    count = ((sorted_probs.cumsum(-1) - sorted_probs) < p).sum(-1, keepdim=True)  # kept per row
+    threshold = sorted_probs.gather(-1, count - 1)
+    return logits.masked_fill(probs < threshold, -math.inf)
+
+
+@pytest.mark.parametrize("answer", [nucleus_by_mask, nucleus_by_threshold])
+def test_top_p_pass(answer, capsys):
+    assert check_top_p_filter(answer)
+    assert capsys.readouterr().out.startswith(f"pass: {answer.__name__} matches the reference")
+
+
+def inclusive(logits, p):
+    probs = logits.softmax(-1)
+    sorted_probs, order = probs.sort(-1, descending=True)
+    drop = sorted_probs.cumsum(-1) > p
+    return logits.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), -math.inf)
+
+
+def unsorted(logits, p):
+    before = logits.softmax(-1).cumsum(-1) - logits.softmax(-1)
+    return logits.masked_fill(before >= p, -math.inf)
+
+
+def ascending(logits, p):
+    probs = logits.softmax(-1)
+    sorted_probs, order = probs.sort(-1)
+    drop = sorted_probs.cumsum(-1) - sorted_probs >= p
+    return logits.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), -math.inf)
+
+
+def left_sorted(logits, p):
+    sorted_logits, _ = logits.sort(-1, descending=True)
+    probs = sorted_logits.softmax(-1)
+    return sorted_logits.masked_fill(probs.cumsum(-1) - probs >= p, -math.inf)
+
+
+def zero_filled(logits, p):
+    kept = nucleus_by_mask(logits, p) > -math.inf
+    return logits.masked_fill(~kept, 0.0)
+
+
+def on_logits(logits, p):
+    sorted_logits, order = logits.sort(-1, descending=True)
+    drop = sorted_logits.cumsum(-1) - sorted_logits >= p
+    return logits.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), -math.inf)
+
+
+def batch_softmax(logits, p):
+    probs = logits.softmax(0)
+    sorted_probs, order = probs.sort(-1, descending=True)
+    drop = sorted_probs.cumsum(-1) - sorted_probs >= p
+    return logits.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), -math.inf)
+
+
+def probabilities(logits, p):
+    kept = nucleus_by_mask(logits, p) > -math.inf
+    return logits.softmax(-1) * kept
+
+
+@pytest.mark.parametrize(
+    "wrong, hint",
+    [
+        (inclusive, "the token that crosses p is dropped"),
+        (unsorted, "the cumulative sum runs in vocabulary order"),
+        (ascending, "sorted in increasing order"),
+        (left_sorted, "the logits come back in sorted order"),
+        (zero_filled, "must get the logit -inf"),
+        (on_logits, "the cumulative sum adds up logits"),
+        (batch_softmax, "softmax over the batch axis"),
+        (probabilities, "these are probabilities"),
+        (lambda logits, p: nucleus_by_mask(logits, p) * 2, "values differ first at position (0, "),
+        (lambda logits, p: nucleus_by_mask(logits, p)[:, :-1], "shape: expected"),
+        (lambda logits, p: nucleus_by_mask(logits, p).tolist(), "expected a torch.Tensor"),
+    ],
+)
+def test_top_p_hints(wrong, hint, capsys):
+    assert not check_top_p_filter(wrong)
+    assert hint in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- cached mask
+
+
+def tril_with_offset(num_queries, num_keys):
+    ones = torch.ones(num_queries, num_keys, dtype=torch.bool)
+    return ones.tril(num_keys - num_queries)
+
+
+def by_positions(num_queries, num_keys):
+    queries = torch.arange(num_keys - num_queries, num_keys)  # the new steps' positions
+    return torch.arange(num_keys)[None, :] <= queries[:, None]
+
+
+def companion_mask(num_queries, num_keys):
+    return attention_mask(None, (1, num_queries, num_keys), causal=True)
+
+
+@pytest.mark.parametrize("answer", [tril_with_offset, by_positions, companion_mask])
+def test_cached_mask_pass(answer, capsys):
+    assert check_cached_causal_mask(answer)
+    assert capsys.readouterr().out.startswith(f"pass: {answer.__name__} matches the reference")
+
+
+def first_key_hidden(q, k):
+    mask = tril_with_offset(q, k)
+    mask[0, 0] = False
+    return mask
+
+
+def ones(q, k):
+    return torch.ones(q, k, dtype=torch.bool)
+
+
+@pytest.mark.parametrize(
+    "wrong, hint",
+    [
+        (lambda q, k: ones(q, k).tril(), "lined up with the *first* keys"),
+        (lambda q, k: ones(q, k).tril(k - q - 1), "diagonal masked"),
+        (lambda q, k: ones(q, k).triu(k - q), "upper instead of lower triangle"),
+        (lambda q, k: ~tril_with_offset(q, k), "the mask is inverted"),
+        (lambda q, k: ones(q, k), "nothing is masked"),
+        (lambda q, k: ones(k, k).tril(), "shape: expected"),
+        (lambda q, k: tril_with_offset(q, k).float(), "expected a boolean mask"),
+        (first_key_hidden, "values differ first at position (0, 0)"),
+    ],
+)
+def test_cached_mask_hints(wrong, hint, capsys):
+    assert not check_cached_causal_mask(wrong)
+    assert hint in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- every checker
+
+
+@pytest.mark.parametrize("checker", [check_top_p_filter, check_cached_causal_mask])
+def test_stub_reports_not_implemented(checker, capsys):
+    def stub(first, second):
+        raise NotImplementedError
+
+    assert not checker(stub)
+    assert "not implemented yet: stub raises NotImplementedError" in capsys.readouterr().out
+
+
+def test_solutions_hard_wired_to_the_chapter_fail(capsys):
+    chapter_logits = torch.tensor([[2.0, 1.0, 0.5, 0.0, -1.0, -2.0]])  # the chapter's 6 tokens
+    hard_wired = [
+        (check_top_p_filter, lambda logits, p: nucleus_by_mask(chapter_logits, p)),
+        (check_top_p_filter, lambda logits, p: nucleus_by_mask(logits, 0.9)),
+        (check_cached_causal_mask, lambda q, k: tril_with_offset(4, 10)),
+        (check_cached_causal_mask, lambda q, k: tril_with_offset(q, 10)),
+    ]
+    for checker, wrong in hard_wired:
+        for _ in range(3):
+            assert not checker(wrong)
+            assert "pass" not in capsys.readouterr().out
+
+
+def test_sizes_are_fresh_on_every_call():
+    seen = []
+
+    def spy(logits, p):
+        seen[-1].append((*logits.shape, p))
+        return nucleus_by_mask(logits, p)
+
+    for _ in range(4):
+        seen.append([])
+        assert check_top_p_filter(spy)
+    assert len({tuple(calls) for calls in seen}) == len(seen)
+    assert all(p != 0.9 and vocab != 6 for calls in seen for _, vocab, p in calls)

@@ -1,0 +1,260 @@
+"""The pretraining chapter's checkers pass correct answers, name the typical mistakes, report an
+untouched stub, and fail an answer hard-wired to the chapter's variables."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from companion.bert import mask_tokens
+from companion.exercises.pretraining import (
+    check_gather_positions,
+    check_mask_sentence,
+    check_mlm_loss,
+)
+
+# ----------------------------------------------------------------------------- gather
+
+
+def gather_with_arange(X, pred_positions):
+    return X[torch.arange(X.shape[0])[:, None], pred_positions]
+
+
+def gather_with_gather(X, pred_positions):
+    index = pred_positions[..., None].expand(-1, -1, X.shape[-1])
+    return X.gather(1, index)
+
+
+def gather_like_d2l(X, pred_positions):
+    batch, preds = pred_positions.shape
+    rows = torch.repeat_interleave(torch.arange(batch), preds)
+    return X[rows, pred_positions.reshape(-1)].reshape(batch, preds, -1)
+
+
+@pytest.mark.parametrize("answer", [gather_with_arange, gather_with_gather, gather_like_d2l])
+def test_gather_pass(answer, capsys):
+    assert check_gather_positions(answer)
+    assert capsys.readouterr().out.startswith(f"pass: {answer.__name__} matches the reference")
+
+
+def gather_cycled(X, pred_positions):
+    batch, preds = pred_positions.shape
+    rows = torch.arange(batch).repeat(preds)
+    return X[rows, pred_positions.reshape(-1)].reshape(batch, preds, -1)
+
+
+@pytest.mark.parametrize(
+    "wrong, hint",
+    [
+        (lambda X, p: X[:, p], "reads every row's positions from every row"),
+        (gather_cycled, "the rows and the positions are paired wrongly"),
+        (lambda X, p: gather_with_arange(X, p).transpose(0, 1), "shape: expected"),
+        (lambda X, p: X[:, : p.shape[1]], "values differ first at"),
+        (lambda X, p: gather_with_arange(X, p).tolist(), "expected a torch.Tensor"),
+    ],
+)
+def test_gather_hints(wrong, hint, capsys):
+    assert not check_gather_positions(wrong)
+    assert hint in capsys.readouterr().out
+
+
+def test_gather_hard_wired_to_the_chapter_fails(capsys):
+    """An answer that ignores its arguments' sizes (the chapter's batch of 8 rows) fails."""
+
+    def hard_wired(X, pred_positions):
+        return X[torch.arange(8)[:, None], pred_positions[:8]]
+
+    assert not check_gather_positions(hard_wired)
+    assert "pass" not in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- loss
+
+
+def loss_flat(logits, labels, weights):
+    losses = F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="none"
+    )
+    return (losses * weights.reshape(-1)).sum() / weights.sum()
+
+
+def loss_by_selection(logits, labels, weights):
+    real = weights > 0
+    return F.cross_entropy(logits[real], labels[real])
+
+
+@pytest.mark.parametrize("answer", [loss_flat, loss_by_selection])
+def test_loss_pass(answer, capsys):
+    assert check_mlm_loss(answer)
+    assert capsys.readouterr().out.startswith(f"pass: {answer.__name__} matches the reference")
+
+
+def loss_of_rows(logits, labels, weights):
+    losses = F.cross_entropy(logits.transpose(1, 2), labels, reduction="none")
+    return ((losses * weights).sum(1) / weights.sum(1)).mean()
+
+
+@pytest.mark.parametrize(
+    "wrong, hint",
+    [
+        (lambda z, y, w: F.cross_entropy(z.transpose(1, 2), y), "the padding slots"),
+        (lambda z, y, w: loss_flat(z, y, w) * w.sum() / w.numel(), "divided by the number"),
+        (loss_of_rows, "a mean of per-sentence means"),
+        (lambda z, y, w: loss_flat(z, y, w) * w.sum(), "values differ first at"),
+    ],
+)
+def test_loss_hints(wrong, hint, capsys):
+    assert not check_mlm_loss(wrong)
+    assert hint in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- masking
+
+
+def mask_with_companion(tokens, special_ids, mask_id, vocab_size, generator):
+    result = mask_tokens(
+        tokens[None],
+        torch.tensor([len(tokens)]),
+        vocab_size=vocab_size,
+        mask_id=mask_id,
+        special_ids=special_ids,
+        generator=generator,
+    )
+    k = int(result.weights.sum())
+    return result.tokens[0], result.pred_positions[0, :k], result.labels[0, :k]
+
+
+def masked(
+    tokens,
+    special_ids,
+    mask_id,
+    vocab_size,
+    generator,
+    rule=(0.8, 0.1, 0.1),
+    count=None,
+    first=False,
+    specials_allowed=False,
+    labels_from_input=False,
+    unsorted=False,
+    vocab_range=None,
+):
+    """A configurable answer: the reference, or one typical mistake at a time."""
+    n = len(tokens)
+    candidates = [
+        i for i, t in enumerate(tokens.tolist()) if specials_allowed or t not in special_ids
+    ]
+    k = min(len(candidates), count(n) if count else max(1, round(0.15 * n)))
+    order = (
+        torch.arange(len(candidates))
+        if first
+        else torch.randperm(len(candidates), generator=generator)
+    )
+    positions = sorted(candidates[i] for i in order[:k].tolist())
+    if unsorted:
+        positions = positions[::-1]
+    positions = torch.tensor(positions, dtype=torch.long)
+    u = torch.rand(k, generator=generator)
+    low, high = vocab_range or (0, vocab_size)
+    random_ids = torch.randint(low, high, (k,), generator=generator)
+    inputs = tokens.clone()
+    inputs[positions] = torch.where(
+        u < rule[0], mask_id, torch.where(u < rule[0] + rule[1], random_ids, tokens[positions])
+    )
+    return inputs, positions, (inputs if labels_from_input else tokens)[positions]
+
+
+def named(fn, name):
+    fn.__name__ = name
+    return fn
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        named(mask_with_companion, "mask_with_companion"),
+        named(lambda *a: masked(*a), "reference_like"),
+        # drawing the random token among ordinary words only is as good as BERT's rule
+        named(lambda t, s, m, v, g: masked(t, s, m, v, g, vocab_range=(8, v)), "words_only"),
+    ],
+)
+def test_mask_pass(answer, capsys):
+    assert check_mask_sentence(answer, seed=0)
+    assert capsys.readouterr().out.startswith(f"pass: {answer.__name__} follows BERT's rule")
+
+
+@pytest.mark.parametrize(
+    "options, hint",
+    [
+        (dict(rule=(1.0, 0.0, 0.0)), "every chosen token became the mask"),
+        (dict(rule=(0.8, 0.2, 0.0)), "no chosen token was left as it was"),
+        (dict(rule=(0.8, 0.0, 0.2)), "no chosen token was replaced by a random token"),
+        (dict(rule=(0.6, 0.2, 0.2)), "BERT's rule gives about 0.8/0.1/0.1"),
+        (dict(count=lambda n: max(1, int(0.15 * n))), "needs"),
+        (dict(count=lambda n: round(0.15 * (n - 2)) or 1), "needs"),
+        (dict(first=True), "the chosen positions are the first candidates"),
+        (dict(specials_allowed=True), "a <cls> or <sep> was chosen"),
+        (dict(labels_from_input=True), "the labels are the corrupted inputs"),
+        (dict(unsorted=True), "sort pred_positions in ascending order"),
+    ],
+)
+def test_mask_hints(options, hint, capsys):
+    def answer(tokens, special_ids, mask_id, vocab_size, generator):
+        return masked(tokens, special_ids, mask_id, vocab_size, generator, **options)
+
+    assert not check_mask_sentence(answer, seed=0)
+    assert hint in capsys.readouterr().out
+
+
+def test_mask_structural_hints(capsys):
+    def global_random(tokens, special_ids, mask_id, vocab_size, generator):
+        return masked(
+            tokens,
+            special_ids,
+            mask_id,
+            vocab_size,
+            torch.Generator().manual_seed(int(torch.randint(1 << 30, (1,)))),
+        )
+
+    def changes_others(tokens, special_ids, mask_id, vocab_size, generator):
+        inputs, positions, labels = masked(tokens, special_ids, mask_id, vocab_size, generator)
+        inputs[0] = mask_id  # <cls> replaced too
+        return inputs, positions, labels
+
+    cases = [
+        (global_random, "draw every random number from `generator`"),
+        (changes_others, "a token that was not chosen for prediction changed"),
+        (lambda *a: masked(*a)[:2], "return a tuple (inputs, pred_positions, labels)"),
+        (lambda *a: tuple(x.tolist() for x in masked(*a)), "must each be a torch.Tensor"),
+        (lambda *a: (masked(*a)[0][1:], *masked(*a)[1:]), "inputs must have the shape"),
+    ]
+    for wrong, hint in cases:
+        assert not check_mask_sentence(wrong, seed=0)
+        assert hint in capsys.readouterr().out
+
+
+def test_mask_hard_wired_to_the_chapter_fails(capsys):
+    """The chapter's vocabulary has <cls> 4, <sep> 5, <mask> 6; an answer that uses those
+    instead of its arguments fails on the checker's other ids."""
+
+    def hard_wired(tokens, special_ids, mask_id, vocab_size, generator):
+        return masked(tokens, [4, 5], 6, 530, generator)
+
+    assert not check_mask_sentence(hard_wired)
+    assert "pass" not in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- stubs
+
+
+@pytest.mark.parametrize(
+    "checker, arity",
+    [(check_gather_positions, 2), (check_mlm_loss, 3), (check_mask_sentence, 5)],
+)
+def test_stub_reports_not_implemented(checker, arity, capsys):
+    def stub(*args):
+        assert len(args) == arity
+        raise NotImplementedError
+
+    assert not checker(stub)
+    assert "not implemented yet: stub raises NotImplementedError" in capsys.readouterr().out

@@ -1,0 +1,145 @@
+"""The ViT chapter's checkers pass correct answers and name typical mistakes."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from companion.exercises.vit import check_cls_attention_map, check_patchify
+from companion.vit import PatchEmbedding
+
+
+def patchify(X, patch_size):
+    batch, c, h, w = X.shape
+    p = patch_size
+    P = X.reshape(batch, c, h // p, p, w // p, p).permute(0, 2, 4, 1, 3, 5)
+    return P.reshape(batch, (h // p) * (w // p), c * p * p)
+
+
+def cls_attention_map(weights, grid_size):
+    return weights[:, :, 0, 1:].reshape(*weights.shape[:2], *grid_size)
+
+
+def test_patchify_pass_and_it_is_patch_embedding(capsys):
+    assert check_patchify(patchify)
+    assert capsys.readouterr().out.startswith("pass: patchify matches the reference")
+    layer = PatchEmbedding((6, 9), 3, 5, in_channels=2)
+    X = torch.randn(2, 2, 6, 9)
+    W = layer.conv.weight.reshape(5, -1)
+    torch.testing.assert_close(patchify(X, 3) @ W.T + layer.conv.bias, layer(X))
+
+
+def test_patchify_other_correct_spellings_pass(capsys):
+    def by_unfold(X, patch_size):
+        return nn.functional.unfold(X, patch_size, stride=patch_size).transpose(1, 2)
+
+    def by_loops(X, patch_size):
+        p, (h, w) = patch_size, X.shape[-2:]
+        rows = [
+            X[:, :, i : i + p, j : j + p].flatten(1) for i in range(0, h, p) for j in range(0, w, p)
+        ]
+        return torch.stack(rows, dim=1)
+
+    for fn in (by_unfold, by_loops):
+        assert check_patchify(fn)
+        assert capsys.readouterr().out.startswith("pass")
+
+
+def test_patchify_hints(capsys):
+    def grid(X, p):
+        b, c, h, w = X.shape
+        return X.reshape(b, c, h // p, p, w // p, p)
+
+    def flat(P):
+        return P.reshape(P.shape[0], P.shape[1] * P.shape[2], -1)
+
+    cases = [
+        (lambda X, p: X.reshape(X.shape[0], -1, X.shape[1] * p * p), "reshaped without permuting"),
+        (lambda X, p: flat(grid(X, p).permute(0, 4, 2, 1, 3, 5)), "the patches are in column"),
+        (lambda X, p: flat(grid(X, p).permute(0, 2, 4, 3, 5, 1)), "channels last"),
+        (lambda X, p: flat(grid(X, p).permute(0, 2, 4, 1, 5, 3)), "each patch is transposed"),
+        (lambda X, p: patchify(X, p)[:, 1:], "shape: expected"),
+        (lambda X, p: patchify(X, p) * 2, "values differ first at position (0, 0, 0)"),
+    ]
+    for wrong, hint in cases:
+        assert not check_patchify(wrong)
+        out = capsys.readouterr().out
+        assert hint in out, out
+
+
+def test_patchify_stub(capsys):
+    def patchify(X, patch_size):
+        raise NotImplementedError()
+
+    assert not check_patchify(patchify)
+    assert capsys.readouterr().out.startswith("not implemented yet: patchify")
+
+
+def test_cls_attention_map_pass_and_hints(capsys):
+    assert check_cls_attention_map(cls_attention_map)
+    assert capsys.readouterr().out.startswith("pass: cls_attention_map matches")
+
+    def shaped(row, weights, grid_size):
+        return row.reshape(*weights.shape[:2], *grid_size)
+
+    cases = [
+        (lambda W, g: shaped(W[:, :, 1:, 0], W, g), "that is column 0"),
+        (lambda W, g: shaped(W[:, :, 0, :-1], W, g), "off by one: key 0 is <cls>"),
+        (
+            lambda W, g: W[:, :, 0, 1:].reshape(*W.shape[:2], g[1], g[0]).transpose(-1, -2),
+            "the grid is filled in column order",
+        ),
+        (lambda W, g: W[:, :, 0, 1:].reshape(*W.shape[:2], g[1], g[0]), "shape: expected"),
+        (lambda W, g: cls_attention_map(W, g).softmax(-1), "values differ first"),
+    ]
+    for wrong, hint in cases:
+        assert not check_cls_attention_map(wrong)
+        out = capsys.readouterr().out
+        assert hint in out, out
+
+
+def test_cls_attention_map_stub(capsys):
+    def cls_attention_map(weights, grid_size):
+        raise NotImplementedError()
+
+    assert not check_cls_attention_map(cls_attention_map)
+    assert capsys.readouterr().out.startswith("not implemented yet: cls_attention_map")
+
+
+# ----------------------------------------------------------------------------- the chapter's
+# variables: 8x8 images of one channel, 2x2 patches, a 4x4 grid of 16 patches, 4 heads.
+
+batch, channels, img_size, p, grid, heads = 5, 1, 8, 2, 4, 4
+m = grid * grid
+
+
+def test_a_patchify_hard_wired_to_the_chapter_fails(capsys):
+    def patchify(X, patch_size):
+        P = X.reshape(batch, channels, grid, p, grid, p).permute(0, 2, 4, 1, 3, 5)
+        return P.reshape(batch, m, channels * p * p)
+
+    for _ in range(3):  # fresh shapes on every call: it fails every time
+        assert not check_patchify(patchify)
+        assert "pass" not in capsys.readouterr().out
+
+
+def test_a_cls_map_hard_wired_to_the_chapter_fails(capsys):
+    def cls_attention_map(weights, grid_size):
+        return weights[:, :, 0, 1:].reshape(weights.shape[0], heads, grid, grid)
+
+    for _ in range(3):
+        assert not check_cls_attention_map(cls_attention_map)
+        assert "pass" not in capsys.readouterr().out
+
+
+def test_shapes_are_fresh_on_every_call():
+    seen = []
+
+    def spy(X, patch_size):
+        seen.append((tuple(X.shape), patch_size))
+        return patchify(X, patch_size)
+
+    for _ in range(4):
+        check_patchify(spy)
+    assert len(set(seen)) > 1
+    assert all(shape[1] > 1 and shape[2] != shape[3] and q != p for shape, q in seen)
