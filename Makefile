@@ -2,6 +2,8 @@
 # `make outputs` is the only way the committed notebook outputs are produced.
 
 PYTHON ?= python3
+# The Pythons the lock is tested on (CI's matrix); any other stops before anything is installed.
+SUPPORTED_PYTHONS := 3.11 3.12
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -21,7 +23,13 @@ export COMPANION_PROGRESS := off
 # ipykernel's debugger otherwise warns about frozen modules on stderr.
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: all setup book student test site-test outputs lint lock clean
+.PHONY: all setup book student nbgrader test site-test install-check colab-check outputs lint \
+	lock clean
+
+# $(call check-python,INTERPRETER): stop with a clear message unless it is a supported Python.
+check-python = $(1) -c 'import sys; v = "%d.%d" % sys.version_info[:2]; \
+	sys.exit(None if v in "$(SUPPORTED_PYTHONS)".split() else "error: $(1) is Python " + v + \
+	"; supported: Python $(SUPPORTED_PYTHONS). Run e.g. make test PYTHON=python3.12")'
 
 all: test
 
@@ -31,7 +39,9 @@ setup: $(STAMP)
 # the tests compare against: its release pins old numpy and imports torchvision, so it goes in
 # without its dependencies (the libraries it really imports are in the lock).
 $(STAMP): requirements.lock pyproject.toml
+	@test -x $(BIN)/python || $(call check-python,$(PYTHON))
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(call check-python,$(BIN)/python)
 	$(BIN)/python -m pip install --quiet -r requirements.lock
 	$(BIN)/python -m pip install --quiet --no-deps d2l==1.0.3
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
@@ -45,7 +55,11 @@ book: $(STAMP)
 # The book without solutions, for students: _build/student/{html,notebooks}. See the
 # instructor guide page. `make test` checks that nothing of a solution survives in it.
 student: $(STAMP)
-	$(BIN)/python -m companion.student --out _build/student
+	$(BIN)/python -m tools.student --out _build/student
+
+# An nbgrader course from the book in _build/nbgrader (see the instructor guide page).
+nbgrader: $(STAMP)
+	$(BIN)/python -m tools.nbgrader --out _build/nbgrader
 
 test: $(STAMP) student
 	$(BIN)/python -m pytest -v
@@ -64,10 +78,24 @@ site-test: $(STAMP) book
 	fi
 	$(BIN)/python -m pytest site_test -v
 
+# companion as a reader installs it: a fresh venv with torch and companion's declared
+# dependencies only, built non-editable from a copy; every module imported, one checker run.
+install-check: $(STAMP)
+	$(BIN)/python -m tools.colab_check install
+
+# The book where Colab runs it: the install check on Python 3.12 (PYTHON312= names it), then
+# every notebook, copied away from the repository, under `pytest --nbval-lax` with none of the
+# pinned environment above. COLAB_TORCH= gives pip's arguments for torch (default: the lock's
+# version from local wheels only; without one for 3.12 it says so and uses $(PYTHON)'s version).
+colab-check: $(STAMP)
+	PYTHON312="$(PYTHON312)" $(BIN)/python -m tools.colab_check colab \
+	    $(if $(COLAB_TORCH),--torch "$(COLAB_TORCH)")
+
 # Measured-time cells (# NBVAL_IGNORE_OUTPUT) keep their committed output while their code is
 # unchanged; COMPANION_REFRESH_MEASUREMENTS=1 records new measurements.
 outputs: $(STAMP)
-	$(BIN)/python tools/notebooks.py execute
+	$(BIN)/python -m tools.notebooks execute
+	$(BIN)/python -m tools.instructor_guide
 
 lint: $(STAMP)
 	$(BIN)/ruff check companion tests tools site_test conftest.py

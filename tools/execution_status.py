@@ -2,8 +2,8 @@
 last ran.
 
 ``make outputs`` (``tools/notebooks.py execute``) runs every notebook and writes what it saw
-into a record, ``book/execution-status.json``; ``record_entry`` there documents its format.
-This extension
+into a record, ``book/execution-status.json``; ``tools/record.py``, the one module that reads
+and writes it, documents its format. This extension
 
 * renders the record with the ``{execution-status}`` directive, and
 * fails the build, with or without ``-W``, when the record no longer describes the notebooks
@@ -16,8 +16,6 @@ the ones executed (the student edition renders stripped copies next to the origi
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -27,9 +25,14 @@ from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util.docutils import SphinxDirective
 
-RECORD_PATH = "book/execution-status.json"
-PASSED = "passed"
-FIX = "run `make outputs`"
+if __package__:  # imported as tools.execution_status: the tests, tools/notebooks.py
+    from tools import record as execution_record
+else:  # loaded by Jupyter Book as a local extension, with tools/ on sys.path
+    import record as execution_record
+
+RECORD_PATH = execution_record.RECORD_PATH
+FIX = execution_record.FIX
+stale_entries = execution_record.stale_entries
 
 # Row labels of the versions table, in this order; keys the record adds later show as they are.
 ENVIRONMENT_LABELS = {
@@ -45,38 +48,12 @@ ENVIRONMENT_LABELS = {
 }
 
 
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def stale_entries(record: Mapping, root: Path, notebooks: Sequence[str]) -> list[str]:
-    """Why ``record`` does not describe ``notebooks`` (posix paths under ``root``), one line
-    per notebook; an empty list when it does."""
-    entries = record.get("notebooks", {})
-    problems = []
-    for name in notebooks:
-        entry = entries.get(name)
-        if entry is None:
-            problems.append(f"{name}: has no entry in the record")
-        elif entry.get("sha256") != file_sha256(root / name):
-            problems.append(
-                f"{name}: changed after its last execution ({entry.get('executed_at')})"
-            )
-        elif entry.get("result") != PASSED:
-            problems.append(f"{name}: its last execution {entry.get('result')}")
-    for name in sorted(set(entries) - set(notebooks)):
-        problems.append(f"{name}: has an entry but is not in the table of contents")
-    return problems
-
-
 def read_record(path: Path) -> dict:
     """The record at ``path``; an ``ExtensionError`` that says how to make it if it is unusable."""
     try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ExtensionError(f"{path} is missing: {FIX} to execute the notebooks") from None
-    except json.JSONDecodeError as error:
-        raise ExtensionError(f"{path} is not valid JSON ({error}): {FIX}") from None
+        return execution_record.read_record(path)
+    except execution_record.RecordError as error:
+        raise ExtensionError(str(error)) from None
 
 
 def toc_notebooks(app: Sphinx) -> list[str]:
@@ -133,6 +110,15 @@ def readable_time(iso: str) -> str:
     return iso.replace("T", " ")[:16] + " UTC" if iso else ""
 
 
+def seconds_cell(seconds: float | None) -> str:
+    """The run time, flagged when it is over the budget of each notebook."""
+    if seconds is None:
+        return ""
+    budget = execution_record.NOTEBOOK_BUDGET_S
+    flag = f" (over the {budget:.0f} s budget)" if seconds > budget else ""
+    return f"{seconds:.1f}{flag}"
+
+
 def environment_rows(environments: Sequence[Mapping[str, str]]) -> list[list[str]]:
     keys = list(ENVIRONMENT_LABELS)
     keys += sorted({key for env in environments for key in env} - set(keys))
@@ -161,17 +147,17 @@ class ExecutionStatusDirective(SphinxDirective):
         rows = []
         for name in notebooks:
             entry = entries.get(name, {})
-            seconds = entry.get("seconds")
             rows.append([
                 self.chapter_link(name),
                 nodes.literal(text=Path(name).name),
                 readable_time(entry.get("executed_at", "")),
-                f"{seconds:.1f}" if seconds is not None else "",
+                seconds_cell(entry.get("seconds")),
                 entry.get("result", "not executed"),
             ])
         total = sum(entries.get(name, {}).get("seconds", 0.0) for name in notebooks)
         rows.append(["All notebooks", "", "", f"{total:.1f}", ""])
-        header = ["Chapter", "Notebook", "Executed at", "Seconds", "Result"]
+        budget = execution_record.NOTEBOOK_BUDGET_S
+        header = ["Chapter", "Notebook", "Executed at", f"Seconds (budget {budget:.0f})", "Result"]
 
         # Notebooks re-run one by one may have run with other versions: one column each.
         environments: list[dict] = []

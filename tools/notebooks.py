@@ -7,29 +7,32 @@ and the one way their committed outputs are produced (``make outputs``).
     python tools/notebooks.py execute book/X.ipynb  # re-run and record only these
 
 The record, book/execution-status.json, is what the book's status page shows and what the
-build checks the notebooks against (tools/execution_status.py).
+build checks the notebooks against; tools/record.py reads and writes it.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import platform
 import sys
 import time
-import tomllib
-from datetime import UTC, datetime
-from importlib.metadata import version
 from pathlib import Path
 
 import nbformat
 import yaml
 
-from companion import toc
+if __package__ in (None, ""):  # run as a script, `python tools/notebooks.py`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-ROOT = Path(__file__).resolve().parents[1]
-RECORD = ROOT / "book" / "execution-status.json"
+from tools import toc
+from tools.record import (
+    RECORD,
+    ROOT,
+    read_record,
+    record_entry,
+    release_version,
+    run_environment,
+    write_record,
+)
 
 # The set-up cell every notebook starts with. Only in Colab does it install companion, from
 # the repository named in _config.yml, at the release tag of the version in pyproject.toml.
@@ -61,8 +64,7 @@ def book_config() -> dict:
 
 
 def release_tag() -> str:
-    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-    return f"v{version}"
+    return f"v{release_version()}"
 
 
 def companion_requirement() -> str:
@@ -159,56 +161,6 @@ def execute(path: Path) -> float:
     return seconds
 
 
-def cpu_model() -> str:
-    """The processor's name and core count, as Linux reports it."""
-    cpuinfo = Path("/proc/cpuinfo")
-    lines = cpuinfo.read_text().splitlines() if cpuinfo.exists() else []
-    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
-    name = names[0] if names else platform.processor() or platform.machine()
-    return f"{name}, {os.cpu_count()} cores"
-
-
-def run_environment() -> dict[str, str]:
-    """What a notebook's printed numbers depend on besides its code: versions, threads, CPU."""
-    return {
-        "python": platform.python_version(),
-        "torch": version("torch"),
-        "numpy": version("numpy"),
-        "matplotlib": version("matplotlib"),
-        "companion": release_tag().removeprefix("v"),
-        "nbclient": version("nbclient"),
-        "threads": os.environ.get("COMPANION_NUM_THREADS", "torch's default"),
-        "cpu_capability": os.environ.get("ATEN_CPU_CAPABILITY", "default"),
-        "cpu": cpu_model(),
-    }
-
-
-def record_entry(path: Path, seconds: float, result: str, environment: dict[str, str]) -> dict:
-    """One notebook's entry in the record, written just after its run.
-
-    ``{"notebooks": {"book/X.ipynb": entry, ...}}`` with entry keys ``executed_at`` (UTC, ISO
-    8601), ``seconds`` (wall clock of the execution), ``result`` (``passed`` or ``failed:
-    <exception name>``), ``sha256`` (of the file as the run left it, so the build can tell that
-    the notebook changed since; tools/execution_status.py checks it) and ``environment``
-    (``run_environment()``, stored per notebook since a partial re-run may use other versions).
-    """
-    return {
-        "executed_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-        "seconds": round(seconds, 1),
-        "result": result,
-        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-        "environment": environment,
-    }
-
-
-def read_record(path: Path) -> dict:
-    return json.loads(path.read_text()) if path.exists() else {"notebooks": {}}
-
-
-def write_record(path: Path, record: dict) -> None:
-    path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-
-
 def execute_and_record(
     paths: list[Path], record_path: Path = RECORD, root: Path = ROOT, complete: bool = False
 ) -> bool:
@@ -218,7 +170,7 @@ def execute_and_record(
     A failed notebook keeps its committed file and gets a failed entry; the others still run.
     ``complete`` means ``paths`` are all the book's notebooks: entries of others are dropped.
     """
-    record = read_record(record_path)
+    record = read_record(record_path, missing_ok=True)
     names = [path.relative_to(root).as_posix() for path in paths]
     if complete:
         record["notebooks"] = {
