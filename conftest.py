@@ -13,15 +13,26 @@ from collections import defaultdict
 
 import pytest
 
-from tools.record import FAIL_FACTOR, NOTEBOOK_BUDGET_S, fails_budget, over_budget
+from companion.device import cpu_name
+from tools.record import (
+    FAIL_FACTOR,
+    NOTEBOOK_BUDGET_S,
+    fails_budget,
+    other_cpu_problem,
+    over_budget,
+    read_record,
+)
 
 _notebook_seconds: dict[str, float] = defaultdict(float)
+_notebook_failed: set[str] = set()
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     path = report.nodeid.split("::")[0]
     if path.endswith(".ipynb"):
         _notebook_seconds[path] += report.duration  # setup (kernel start) + each cell
+        if report.failed:
+            _notebook_failed.add(path)
 
 
 def far_over_budget() -> list[str]:
@@ -47,3 +58,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config) -> None:
         elif over_budget(seconds):
             flag = "  over budget"
         terminalreporter.write_line(f"{seconds:6.1f} s  {path}{flag}")
+    problem = other_cpu_problem(read_record(missing_ok=True), cpu_name())
+    if _notebook_failed and problem:
+        terminalreporter.write_line(
+            f"note: {problem}. Notebooks that train a model print other numbers on this "
+            "machine; that may be why nbval failed above (README: reproducible outputs)."
+        )

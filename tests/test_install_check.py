@@ -107,8 +107,11 @@ def test_python_312_is_found_only_if_it_runs(monkeypatch, tmp_path):
     assert colab_check.find_python312() == expected
 
 
-def test_without_a_local_torch_for_312_the_check_says_so_and_runs_here(monkeypatch, capsys):
-    """The index's torch for Linux is the CUDA build (gigabytes): never fetched unasked."""
+def test_without_a_local_torch_for_312_the_check_stays_on_312_and_says_it_downloads(
+    monkeypatch, capsys
+):
+    """The check runs on Colab's Python 3.12. With no local wheel for it, torch comes from the
+    index (the CUDA build, gigabytes, as Colab has), and the check says so first."""
     used = []
     monkeypatch.setattr(colab_check, "find_python312", lambda: "/somewhere/python3.12")
     monkeypatch.setattr(
@@ -121,7 +124,7 @@ def test_without_a_local_torch_for_312_the_check_says_so_and_runs_here(monkeypat
     )
     monkeypatch.setattr(colab_check, "run_notebooks", lambda venv, workdir: None)
     assert colab_check.main(["colab"]) == 0
-    assert used == [(sys.executable, ["--no-index", colab_check.locked_torch()])]
+    assert used == [("/somewhere/python3.12", [colab_check.locked_torch()])]  # no --no-index
     assert "no local wheel" in capsys.readouterr().out
     used.clear()
     assert colab_check.main(["colab", "--torch", "torch --index-url https://example.org/cpu"]) == 0

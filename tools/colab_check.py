@@ -14,7 +14,8 @@ Both share one piece of machinery, in this order:
    weekly workflow asks for the newest); by default it is the version in ``requirements.lock``,
    from local wheels only (``pip install --no-index``), since the package index's torch for
    Linux is the CUDA build, gigabytes. Where no local wheel fits Python 3.12, ``colab`` says so
-   and runs on this Python instead;
+   and installs that version from the index: the CUDA build, as Colab has (fetched once into
+   pip's cache; it runs on the CPU here);
 3. companion installed non-editable from a copy of its sources (pip writes ``build/`` into
    the tree it installs from), with only its declared dependencies;
 4. the install check: every module of the package imported (found with ``pkgutil``, so a new
@@ -243,15 +244,13 @@ def main(argv: list[str] | None = None) -> int:
                   "set PYTHON312=/path/to/python3.12", file=sys.stderr)
             return 1
         if not args.torch and not has_local_torch(python, torch_args):
-            # The index's torch is the CUDA build: gigabytes, which this check never fetches
-            # unless asked to (COLAB_TORCH=...).
-            print(f"note: no local wheel of {torch_args[-1]} fits Python 3.12 here; the Colab "
-                  f"check runs on Python {sys.version_info.major}.{sys.version_info.minor} "
-                  f"instead. COLAB_TORCH='{torch_args[-1]}' runs it on 3.12 with a download.",
-                  flush=True)
-            python = sys.executable
+            # Colab's torch is a CUDA build, and so is the index's: several GB, fetched once
+            # into pip's cache. The check stays on Python 3.12, the version readers run.
+            print(f"note: no local wheel of {torch_args[-1]} fits Python 3.12 here: it comes "
+                  "from the package index (the CUDA build, as in Colab; several GB)", flush=True)
+            torch_args = [torch_args[-1]]
     python = python or sys.executable
-    if not args.torch and not has_local_torch(python, torch_args):
+    if "--no-index" in torch_args and not has_local_torch(python, torch_args):
         print(f"error: no local wheel of {torch_args[-1]} for {python}: set COLAB_TORCH "
               "(make) or --torch to pip's arguments for torch, e.g. 'torch', to download one",
               file=sys.stderr)
