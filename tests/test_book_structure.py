@@ -16,6 +16,7 @@ from tools.notebooks import (
     book_config,
     coalesce_streams,
     keep_measurements,
+    place_setup_cell,
     setup_cell_source,
     toc_files,
     toc_notebooks,
@@ -100,6 +101,29 @@ def test_first_cell_is_the_colab_setup(path):
     assert 'if "google.colab" in sys.modules:' in first.source
     assert first.outputs == [], "outside Colab the set-up cell prints nothing"
     assert first.metadata.get("tags") == [SETUP_CELL_TAG], "the site leaves it out"
+
+
+@pytest.mark.parametrize(
+    "first, replaced",
+    [
+        (nbformat.v4.new_code_cell("# replaced by the set-up cell"), True),
+        (nbformat.v4.new_code_cell(""), True),
+        (nbformat.v4.new_code_cell("# Colab set-up: an older release tag"), True),
+        (nbformat.v4.new_markdown_cell("# A new chapter"), False),
+        (nbformat.v4.new_code_cell("import torch"), False),
+    ],
+)
+def test_make_outputs_writes_the_setup_cell_without_losing_a_first_cell(first, replaced):
+    """A new notebook whose first cell is its title or its first code keeps that cell."""
+    second = nbformat.v4.new_code_cell("print(1)")
+    notebook = nbformat.v4.new_notebook(cells=[first, second])
+    place_setup_cell(notebook)
+    assert notebook.cells[0].source == setup_cell_source()
+    assert notebook.cells[0].metadata["tags"] == [SETUP_CELL_TAG]
+    kept = [second] if replaced else [first, second]
+    assert [cell.source for cell in notebook.cells[1:]] == [cell.source for cell in kept]
+    place_setup_cell(notebook)  # a second run replaces the set-up cell it wrote
+    assert len(notebook.cells) == 1 + len(kept)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -137,14 +137,39 @@ def keep_measurements(before, after) -> int:
     return kept
 
 
+SETUP_PLACEHOLDER = "# replaced by the set-up cell"
+
+
+def place_setup_cell(notebook) -> None:
+    """Make the notebook's first cell the Colab set-up cell, with the current repository and tag.
+
+    A first code cell that is a set-up cell already, empty, or ``# replaced by the set-up cell``
+    is overwritten; anything else (a new chapter's title or first code) stays, and the set-up
+    cell goes in before it.
+    """
+    first = notebook.cells[0] if notebook.cells else None
+    replaceable = (
+        first is not None
+        and first.cell_type == "code"
+        and (
+            not first.source.strip()
+            or first.source.startswith(("# Colab set-up:", SETUP_PLACEHOLDER))
+        )
+    )
+    if not replaceable:
+        first = nbformat.v4.new_code_cell()
+        notebook.cells.insert(0, first)
+    first.source = setup_cell_source()
+    first.metadata["tags"] = [SETUP_CELL_TAG]
+
+
 def execute(path: Path) -> float:
     """Re-run ``path`` in place from a fresh kernel started in its folder; return the seconds."""
     from nbclient import NotebookClient
 
     committed = nbformat.read(path, as_version=4)
     notebook = nbformat.read(path, as_version=4)
-    notebook.cells[0].source = setup_cell_source()
-    notebook.cells[0].metadata["tags"] = [SETUP_CELL_TAG]
+    place_setup_cell(notebook)
     start = time.perf_counter()
     NotebookClient(
         notebook,
