@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -51,16 +52,9 @@ def check(
     for trial in range(trials):
         inputs = make_inputs(torch.Generator().manual_seed(first_seed + trial))
         expected = reference_fn(*inputs)
-        try:
-            got = student_fn(*inputs)
-        except NotImplementedError:
-            print(f"not implemented yet: {name} raises NotImplementedError")
-            return False
-        except Exception as error:  # the student's bug, reported instead of a traceback
-            print(f"error: {name} raised {type(error).__name__}: {error}")
-            return False
-        if got is None:
-            print(f"not implemented yet: {name} returns None (is a `return` missing?)")
+        got, verdict = run_student(student_fn, *inputs)
+        if verdict:
+            print(verdict)
             return False
         hint = _first_difference(got, expected, atol, output_names)
         if hint is None:
@@ -76,6 +70,21 @@ def check(
         return False
     print(f"pass: {name} matches the reference on {trials} random inputs")
     return True
+
+
+def run_student(student_fn: Callable, *args) -> tuple[Any, str | None]:
+    """``(student_fn(*args), None)``; or ``(None, verdict)`` when the function is not written
+    yet or raises: the line a checker prints instead of a traceback."""
+    name = getattr(student_fn, "__name__", "your function")
+    try:
+        result = student_fn(*args)
+    except NotImplementedError:
+        return None, f"not implemented yet: {name} raises NotImplementedError"
+    except Exception as error:  # the student's bug, reported instead of a traceback
+        return None, f"error: {name} raised {type(error).__name__}: {error}"
+    if result is None:
+        return None, f"not implemented yet: {name} returns None (is a `return` missing?)"
+    return result, None
 
 
 EXTRA_TRIALS = 5  # fresh inputs that decide between mistakes which agree on one input

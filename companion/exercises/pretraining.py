@@ -22,7 +22,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from companion.exercises.core import Inputs, check
+from companion.exercises.core import Inputs, check, run_student
 
 # ----------------------------------------------------------------------------- gather
 
@@ -183,9 +183,11 @@ class _Sentence:
         self.num_preds = min(len(self.candidates), max(1, round(0.15 * len(tokens))))
 
 
-def _call(student_fn, sentence: _Sentence, seed: int):
+def _arguments(sentence: _Sentence, seed: int) -> tuple:
+    """What the student's function is called with: tokens, special ids, mask id, vocabulary
+    size and a generator seeded with ``seed``."""
     generator = torch.Generator().manual_seed(seed)
-    return student_fn(
+    return (
         sentence.tokens.clone(),
         list(sentence.special_ids),
         sentence.mask_id,
@@ -263,15 +265,11 @@ def check_mask_sentence(
     with torch.random.fork_rng():  # the notebook's global random state is left alone
         for trial in range(trials):
             sentence = _Sentence(torch.Generator().manual_seed(first_seed + trial))
-            try:
-                result = _call(student_fn, sentence, first_seed + trial)
-                if trial < 5:  # the same generator state must give the same answer
-                    again = _call(student_fn, sentence, first_seed + trial)
-            except NotImplementedError:
-                print(f"not implemented yet: {name} raises NotImplementedError")
-                return False
-            except Exception as error:  # the student's bug, reported instead of a traceback
-                print(f"error: {name} raised {type(error).__name__}: {error}")
+            result, verdict = run_student(student_fn, *_arguments(sentence, first_seed + trial))
+            if trial < 5 and not verdict:  # the same generator state must give the same answer
+                again, verdict = run_student(student_fn, *_arguments(sentence, first_seed + trial))
+            if verdict:
+                print(verdict)
                 return False
             problem = _problem(result, sentence)
             if problem:
