@@ -234,7 +234,7 @@ def test_vendor_of_a_cpu_name():
 
 
 def test_make_outputs_refuses_a_cpu_of_another_vendor_unless_told(tmp_path, monkeypatch):
-    """Outputs made on an Intel CPU do not reproduce on AMD (MKL's sums differ), so
+    """Outputs made on an Intel CPU do not reproduce on AMD (their float sums differ), so
     `make outputs` stops before it runs anything, and runs only when told to."""
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
     nbformat.write(notebook, tmp_path / "one.ipynb")

@@ -111,10 +111,10 @@ def record_entry(path: Path, seconds: float, result: str, environment: Mapping[s
     }
 
 
-# The committed outputs reproduce digit for digit only on the CPU vendor they were made on: MKL's
-# float sums differ between Intel and AMD processors even with MKL_CBWR=AVX2 (measured: five
+# The committed outputs reproduce digit for digit only on the CPU vendor they were made on: float
+# sums differ between Intel and AMD processors even with the Makefile's pins (measured: five
 # chapters' trained numbers change; see README, "Reproducible outputs"). MKL_CBWR=COMPATIBLE
-# would agree everywhere, but makes matrix products 2.5 times slower.
+# might agree everywhere, but it makes matrix products 2.5 times slower.
 OTHER_CPU_VARIABLE = "COMPANION_OUTPUTS_ON_OTHER_CPU"
 
 
@@ -136,7 +136,7 @@ def other_cpu_problem(record: Mapping, this_cpu: str) -> str | None:
         return None
     return (
         f"the committed outputs were made on {' and '.join(sorted(recorded))} processors, this "
-        f"machine's is {this_cpu}, and MKL's float sums differ between vendors"
+        f"machine's is {this_cpu}, and float sums differ between vendors even with the pins"
     )
 
 
