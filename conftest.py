@@ -49,7 +49,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config) -> None:
         return
     terminalreporter.section(
         f"notebook wall time (budget {NOTEBOOK_BUDGET_S:.0f} s each on 2 CPU cores; "
-        f"a run fails over {FAIL_FACTOR * NOTEBOOK_BUDGET_S:.0f} s)"
+        f"a run fails over {FAIL_FACTOR * NOTEBOOK_BUDGET_S:.0f} s; this CPU: {cpu_name()})"
     )
     for path, seconds in sorted(_notebook_seconds.items()):
         flag = ""
