@@ -53,9 +53,9 @@ def test_the_corpus_uses_only_the_language_s_words():
     assert all(is_sentence(s) for s in sentences)
 
 
-def example() -> list[str]:
-    """ka miva riti mo falo tege mos gepon vani mivu ne (the module docstring's sentence)."""
-    clause = Clause(
+def example_clause() -> Clause:
+    """The clause of the module docstring's example (the dog does not see red apples...)."""
+    return Clause(
         subject=NounPhrase("dog", ("big",), plural=False, definite=True),
         verb="see",
         negated=True,
@@ -63,7 +63,11 @@ def example() -> list[str]:
         preposition="near",
         prepositional_object=NounPhrase("house", (), plural=False, definite=False),
     )
-    return translate(clause)
+
+
+def example() -> list[str]:
+    """ka miva riti mo falo tege mos gepon vani mivu ne (the module docstring's sentence)."""
+    return translate(example_clause())
 
 
 def swap(tokens: list[str], i: int, j: int) -> list[str]:

@@ -39,6 +39,7 @@ from companion.tasks.symbols import (
     reverse_task,
 )
 from companion.text import Vocab, build_arrays
+from tests.test_language import example_clause
 
 TASKS = {
     "date": date_task,
@@ -229,14 +230,7 @@ def test_english_side_agrees():
 def test_docstring_example_is_what_the_generator_writes():
     import companion.tasks.language as tasks
 
-    clause = Clause(
-        subject=NounPhrase("dog", ("big",), plural=False, definite=True),
-        verb="see",
-        negated=True,
-        object=NounPhrase("apple", ("red",), plural=True, definite=False),
-        preposition="near",
-        prepositional_object=NounPhrase("house", (), plural=False, definite=False),
-    )
+    clause = example_clause()
     assert f"    {' '.join(english(clause))}\n    {' '.join(translate(clause))}\n" in tasks.__doc__
 
 
