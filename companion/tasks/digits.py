@@ -129,7 +129,7 @@ class DigitsRecipe:
     num_heads: int = 4
     num_blks: int = 2
     dropout: float = 0.0
-    num_epochs: int = 20
+    num_epochs: int = 40
     batch_size: int = 128
     lr: float = 1e-2
     weight_decay: float = 0.01
