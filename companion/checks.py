@@ -104,22 +104,25 @@ def check_attention_inputs(
     broadcasts over the query heads, as multi-query attention has); step counts of keys and
     values; the feature size of queries and keys for dot products; and ``valid_lens``.
     """
-    seen = describe_shapes(queries=queries, keys=keys, values=values)
-    wanted = " or ".join(f"{r}-D" for r in ranks)
+    problem = None
     if any(t.dim() not in ranks for t in (queries, keys, values)) or not (
         queries.dim() == keys.dim() == values.dim()
     ):
-        raise ValueError(f"queries, keys and values must all be {wanted}; got {seen}")
-    if keys.shape[:-2] != values.shape[:-2]:
-        raise ValueError(f"keys and values must have the same batch (and heads) axes; got {seen}")
-    if keys.shape[-2] != values.shape[-2]:
-        raise ValueError(f"keys and values must have the same number of steps; got {seen}")
-    if keys.shape[0] != queries.shape[0]:
-        raise ValueError(f"queries, keys and values must have the same batch size; got {seen}")
-    if queries.dim() == 4 and keys.shape[1] not in (1, queries.shape[1]):
-        raise ValueError(
+        problem = f"queries, keys and values must all be {' or '.join(f'{r}-D' for r in ranks)}"
+    elif keys.shape[:-2] != values.shape[:-2]:
+        problem = "keys and values must have the same batch (and heads) axes"
+    elif keys.shape[-2] != values.shape[-2]:
+        problem = "keys and values must have the same number of steps"
+    elif keys.shape[0] != queries.shape[0]:
+        problem = "queries, keys and values must have the same batch size"
+    elif queries.dim() == 4 and keys.shape[1] not in (1, queries.shape[1]):
+        problem = (
             "keys and values must have as many heads as the queries, or 1 head that every "
-            f"query head shares; got {seen}"
+            "query head shares"
+        )
+    if problem:  # the shapes are described only when they are wrong: this runs at every step
+        raise ValueError(
+            f"{problem}; got {describe_shapes(queries=queries, keys=keys, values=values)}"
         )
     if same_query_key_size and queries.shape[-1] != keys.shape[-1]:
         raise ValueError(
