@@ -57,7 +57,11 @@ class KVCache:
     ``(batch, steps, features)``. Decoding step ``t`` then projects only the new step, ``O(d^2)``
     work, instead of all ``t`` steps again.
 
-    - A self-attention cache (the default) grows: each call appends the new steps.
+    - A self-attention cache (the default) grows: each call writes the new steps after the
+      cached ones, into room allocated ahead and doubled when full, so a step copies only its
+      own keys and values (``torch.cat`` would copy the whole cache, ``O(t)``, at every step).
+      ``keys`` and ``values`` are views of the filled part. The writes are in place: decode
+      under ``torch.no_grad()``, as companion's decoders do.
     - A cross-attention cache is ``KVCache(static=True)``: the first call fills it with the
       projected encoder outputs, and every later step of every block reuses them.
     """
@@ -66,6 +70,7 @@ class KVCache:
         self.static = static
         self.keys: torch.Tensor | None = None
         self.values: torch.Tensor | None = None
+        self._room: tuple[torch.Tensor, torch.Tensor] | None = None  # (..., capacity, features)
 
     def __len__(self) -> int:
         """The number of cached steps."""
@@ -77,17 +82,37 @@ class KVCache:
         return self.static and self.keys is not None
 
     def update(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Append the new steps' projected keys and values; return all the cached ones."""
+        """Write the new steps' projected keys and values after the cached ones; return all the
+        cached ones."""
+        if self.static:  # the encoder outputs' keys and values, kept as they are
+            self.keys, self.values = keys, values
+            return keys, values
+        cached, total = len(self), len(self) + keys.shape[-2]
+        if self._room is None or total > self._room[0].shape[-2]:
+            self._room = self._grow(keys, values, capacity=2 * total)
+        room_keys, room_values = self._room  # (..., capacity, features)
+        room_keys[..., cached:total, :] = keys  # only the new steps are copied
+        room_values[..., cached:total, :] = values
+        self.keys, self.values = room_keys[..., :total, :], room_values[..., :total, :]
+        return self.keys, self.values
+
+    def _grow(
+        self, keys: torch.Tensor, values: torch.Tensor, capacity: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Room for ``capacity`` steps, shaped like ``keys`` and ``values``, holding the steps
+        cached so far."""
+        room_keys = keys.new_empty((*keys.shape[:-2], capacity, keys.shape[-1]))
+        room_values = values.new_empty((*values.shape[:-2], capacity, values.shape[-1]))
         if self.keys is not None:
-            keys = torch.cat((self.keys, keys), dim=-2)  # (..., cached + new steps, features)
-            values = torch.cat((self.values, values), dim=-2)
-        self.keys, self.values = keys, values
-        return keys, values
+            room_keys[..., : len(self), :] = self.keys
+            room_values[..., : len(self), :] = self.values
+        return room_keys, room_values
 
     def select(self, index: torch.Tensor) -> None:
         """Keep batch rows ``index`` (beam search: the rows of the beams it keeps)."""
         if self.keys is not None:
             self.keys, self.values = self.keys[index], self.values[index]
+            self._room = None  # the next update allocates room again
 
 
 def attention_mask(

@@ -128,6 +128,24 @@ def test_the_transformer_cache_holds_projected_keys_and_values_per_head():
         torch.testing.assert_close(cache.cross_attention.values, expected)
 
 
+def test_the_cache_writes_each_step_into_room_and_copies_only_when_it_grows():
+    """update() returns what concatenating every step gives, in room that is reused until it
+    is full (one allocation for many steps), and select() keeps rows before further steps."""
+    generator = torch.Generator().manual_seed(0)
+    steps = [torch.randn(2, 3, n, 4, generator=generator) for n in (2, 1, 1, 1, 3, 1)]
+    cache, rooms = KVCache(), set()
+    for t, new in enumerate(steps):
+        keys, values = cache.update(new, 2 * new)
+        expected = torch.cat(steps[: t + 1], dim=-2)  # (2, 3, steps so far, 4)
+        assert torch.equal(keys, expected) and torch.equal(values, 2 * expected)
+        assert len(cache) == expected.shape[-2] and cache.keys is keys
+        rooms.add(keys.untyped_storage().data_ptr())
+    assert len(rooms) == 2, "room for 4 steps after the first call, then for 12 at step 5"
+    cache.select(torch.tensor([1, 1]))
+    keys, _ = cache.update(steps[0], steps[0])
+    torch.testing.assert_close(keys, torch.cat((expected[[1, 1]], steps[0]), dim=-2))
+
+
 def test_the_cross_attention_projects_the_encoder_outputs_once():
     model = transformer(0)
     calls = []
