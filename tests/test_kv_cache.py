@@ -140,7 +140,7 @@ def test_the_cache_writes_each_step_into_room_and_copies_only_when_it_grows():
         assert torch.equal(keys, expected) and torch.equal(values, 2 * expected)
         assert len(cache) == expected.shape[-2] and cache.keys is keys
         rooms.add(keys.untyped_storage().data_ptr())
-    assert len(rooms) == 2, "room for 4 steps after the first call, then for 12 at step 5"
+    assert len(rooms) == 2, "room for 4 steps at the first call, then for 10 at the fourth"
     cache.select(torch.tensor([1, 1]))
     keys, _ = cache.update(steps[0], steps[0])
     torch.testing.assert_close(keys, torch.cat((expected[[1, 1]], steps[0]), dim=-2))
