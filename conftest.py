@@ -13,18 +13,26 @@ from collections import defaultdict
 
 import pytest
 
+from companion.claims import TRAINED_TAG
 from companion.device import cpu_name
 from tools.record import (
     FAIL_FACTOR,
     NOTEBOOK_BUDGET_S,
     fails_budget,
-    other_cpu_problem,
     over_budget,
-    read_record,
 )
 
 _notebook_seconds: dict[str, float] = defaultdict(float)
 _notebook_failed: set[str] = set()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A cell tagged ``trained`` prints results of training, which differ between CPUs and
+    seeds: nbval runs it (its ``claim`` calls must hold) but does not compare its output."""
+    for item in items:
+        cell = getattr(item, "cell", None)
+        if cell is not None and TRAINED_TAG in cell.get("metadata", {}).get("tags", []):
+            item.options["check"] = False
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -58,9 +66,3 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config) -> None:
         elif over_budget(seconds):
             flag = "  over budget"
         terminalreporter.write_line(f"{seconds:6.1f} s  {path}{flag}")
-    problem = other_cpu_problem(read_record(missing_ok=True), cpu_name())
-    if _notebook_failed and problem:
-        terminalreporter.write_line(
-            f"note: {problem}. Notebooks that train a model print other numbers on this "
-            "machine; that may be why nbval failed above (README: reproducible outputs)."
-        )

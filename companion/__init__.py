@@ -21,6 +21,7 @@ from companion.bert import (
     NextSentencePred,
     get_tokens_and_segments,
 )
+from companion.claims import claim
 from companion.data import kernel_regression_data
 from companion.decoding import beam_search, decode, greedy_decode
 from companion.device import get_device
@@ -119,6 +120,7 @@ __all__ = [
     "nadaraya_watson",
     "train_seq2seq",
     # plots, device and reproducibility
+    "claim",
     "get_device",
     "plot",
     "plot_attention",

@@ -14,15 +14,11 @@ from sphinx.errors import ExtensionError
 from sphinx.testing.util import SphinxTestApp
 
 from companion.device import cpu_name
-from tools import notebooks
 from tools.notebooks import NOTEBOOK_METADATA, execute_and_record, toc_notebooks
 from tools.record import (
-    OTHER_CPU_VARIABLE,
     RECORD,
     ROOT,
-    cpu_vendor,
     file_sha256,
-    other_cpu_problem,
     read_record,
     record_entry,
     stale_entries,
@@ -227,31 +223,15 @@ def test_a_missing_record_is_empty_for_the_writer_and_an_error_for_the_reader(tm
         read_record(tmp_path / "bad.json")
 
 
-def test_vendor_of_a_cpu_name():
-    assert cpu_vendor("AMD EPYC 7B13, 2 cores") == "AMD"
-    assert cpu_vendor("Intel(R) Xeon(R) Processor") == "Intel"
-    assert cpu_vendor("") == "unknown"
-
-
-def test_make_outputs_refuses_a_cpu_of_another_vendor_unless_told(tmp_path, monkeypatch):
-    """Outputs made on an Intel CPU do not reproduce on AMD (their float sums differ), so
-    `make outputs` stops before it runs anything, and runs only when told to."""
+def test_make_outputs_records_on_any_cpu_and_names_it(tmp_path):
+    """Trained cells assert their claims instead of being compared, so any machine may
+    re-record the book: a record made on another vendor's CPU does not stop `make outputs`,
+    and the new entry names the machine that made it."""
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
     nbformat.write(notebook, tmp_path / "one.ipynb")
-    before = (tmp_path / "one.ipynb").read_bytes()
     record_path = tmp_path / "record.json"
-    on_amd = {"environment": {"cpu": "AMD EPYC, 2 cores"}, "result": "passed"}
-    record_path.write_text(json.dumps({"notebooks": {"one.ipynb": on_amd}}))
-    assert other_cpu_problem(read_record(record_path), "AMD EPYC 9B14") is None
-    problem = other_cpu_problem(read_record(record_path), "Intel(R) Xeon(R) Processor")
-    assert "made on AMD processors" in problem and "Intel(R) Xeon(R) Processor" in problem
-
-    monkeypatch.setattr(notebooks, "cpu_name", lambda: "Intel(R) Xeon(R) Processor")
-    monkeypatch.delenv(OTHER_CPU_VARIABLE, raising=False)
-    with pytest.raises(SystemExit, match=f"made on AMD processors.*{OTHER_CPU_VARIABLE}=1"):
-        execute_and_record([tmp_path / "one.ipynb"], record_path=record_path, root=tmp_path)
-    assert (tmp_path / "one.ipynb").read_bytes() == before  # nothing ran
-    monkeypatch.setenv(OTHER_CPU_VARIABLE, "1")
+    elsewhere = {"environment": {"cpu": "A vendor no machine has, 2 cores"}, "result": "passed"}
+    record_path.write_text(json.dumps({"notebooks": {"one.ipynb": elsewhere}}))
     assert execute_and_record([tmp_path / "one.ipynb"], record_path=record_path, root=tmp_path)
     entry = read_record(record_path)["notebooks"]["one.ipynb"]
     assert entry["environment"]["cpu"].startswith(cpu_name())

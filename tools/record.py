@@ -111,35 +111,6 @@ def record_entry(path: Path, seconds: float, result: str, environment: Mapping[s
     }
 
 
-# The committed outputs reproduce digit for digit only on the CPU vendor they were made on: float
-# sums differ between Intel and AMD processors even with the Makefile's pins (measured: five
-# chapters' trained numbers change; see README, "Reproducible outputs"). MKL_CBWR=COMPATIBLE
-# might agree everywhere, but it makes matrix products 2.5 times slower.
-OTHER_CPU_VARIABLE = "COMPANION_OUTPUTS_ON_OTHER_CPU"
-
-
-def cpu_vendor(cpu: str) -> str:
-    """``AMD`` or ``Intel`` (the first word of the name, trademarks dropped) of a CPU such as
-    ``AMD EPYC 7B13`` or ``Intel(R) Xeon(R) Processor, 2 cores``."""
-    words = cpu.replace("(R)", " ").replace("(TM)", " ").replace(",", " ").split()
-    return words[0] if words else "unknown"
-
-
-def other_cpu_problem(record: Mapping, this_cpu: str) -> str | None:
-    """Why outputs recorded on this CPU would disagree with the committed ones, or ``None``."""
-    recorded = {
-        cpu_vendor(entry.get("environment", {}).get("cpu", ""))
-        for entry in record.get("notebooks", {}).values()
-    }
-    recorded.discard("unknown")
-    if not recorded or recorded == {cpu_vendor(this_cpu)}:
-        return None
-    return (
-        f"the committed outputs were made on {' and '.join(sorted(recorded))} processors, this "
-        f"machine's is {this_cpu}, and float sums differ between vendors even with the pins"
-    )
-
-
 def stale_entries(record: Mapping, root: Path, notebooks: Sequence[str]) -> list[str]:
     """Why ``record`` does not describe ``notebooks`` (posix paths under ``root``), one line
     per notebook; an empty list when it does."""
