@@ -12,7 +12,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
+from matplotlib.figure import Figure, SubFigure
 
 
 def _as_numpy(data):
@@ -21,9 +21,9 @@ def _as_numpy(data):
     return data
 
 
-def _finish(fig: Figure, path: str | Path | None) -> None:
-    if path is not None:
-        fig.savefig(path, bbox_inches="tight")
+def _finish(fig: Figure | SubFigure, path: str | Path | None) -> None:
+    if path is not None:  # the whole figure: a subfigure (axes given by the caller) cannot save
+        fig.figure.savefig(path, bbox_inches="tight")
 
 
 def plot(
@@ -63,6 +63,7 @@ def plot(
         Y = [Y]
     if len(X) != len(Y):
         X = X * len(Y)
+    fig: Figure | SubFigure
     if axes is None:
         fig, axes = plt.subplots(figsize=figsize)
     else:
@@ -73,8 +74,8 @@ def plot(
             axes.plot(x, y, fmt)
         else:
             axes.plot(y, fmt)
-    axes.set_xlabel(xlabel)
-    axes.set_ylabel(ylabel)
+    axes.set_xlabel(xlabel or "")
+    axes.set_ylabel(ylabel or "")
     axes.set_xscale(xscale)
     axes.set_yscale(yscale)
     axes.set_xlim(xlim)

@@ -44,7 +44,7 @@ MAX_LEN = 14  # the longest input: a sentence of 12 words, <cls> and <sep>
 def bert_model(vocab_size: int, seed: int, **sizes: Any) -> BERTModel:
     """The chapter's BERT, initialised on the CPU from ``seed``: width 64, 4 heads, one block,
     FFN 128, no dropout (the sizes may be overridden by keyword)."""
-    options = dict(
+    options: dict[str, Any] = dict(
         num_hiddens=64,
         ffn_num_hiddens=128,
         num_heads=4,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import random
+from typing import overload
 
 import numpy as np
 import torch
@@ -17,6 +18,10 @@ THREADS_VARIABLE = "COMPANION_NUM_THREADS"
 DEFAULT_THREADS = 2
 
 
+@overload
+def configured_threads(default: int = DEFAULT_THREADS) -> int: ...
+@overload
+def configured_threads(default: None) -> int | None: ...
 def configured_threads(default: int | None = DEFAULT_THREADS) -> int | None:
     """The CPU thread count ``$COMPANION_NUM_THREADS`` asks for, or ``default`` when it is unset.
 

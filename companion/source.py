@@ -24,7 +24,9 @@ import ast
 import html
 import inspect
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 ELLIPSIS = "..."
 
@@ -56,7 +58,7 @@ class Source:
 
 
 def show_source(
-    obj: object,
+    obj: Callable[..., Any],
     start: str | None = None,
     stop: str | None = None,
     *,
@@ -108,21 +110,24 @@ def _header_and_docstring(code: str) -> tuple[range, range]:
         and isinstance(first_body.value, ast.Constant)
         and isinstance(first_body.value.value, str)
     ):
-        return header, range(first_body.lineno - 1, first_body.end_lineno)
+        end = first_body.end_lineno or first_body.lineno  # always set by ast.parse
+        return header, range(first_body.lineno - 1, end)
     return header, range(0)
 
 
 def _part(lines: list[str], start: str | None, stop: str | None, name: str) -> range:
     first = 0
     if start is not None:
-        first = next((i for i, line in enumerate(lines) if start in line), None)
-        if first is None:
+        found = next((i for i, line in enumerate(lines) if start in line), None)
+        if found is None:
             raise ValueError(f"start: no line of {name} contains {start!r}")
+        first = found
     last = len(lines) - 1
     if stop is not None:
-        last = next((i for i in range(first, len(lines)) if stop in lines[i]), None)
-        if last is None:
+        found = next((i for i in range(first, len(lines)) if stop in lines[i]), None)
+        if found is None:
             raise ValueError(f"stop: no line of {name} from {start!r} on contains {stop!r}")
+        last = found
     return range(first, last + 1)
 
 
@@ -135,7 +140,8 @@ def _join_with_ellipses(lines: list[str], shown: list[int], silent: range) -> st
         return next((lines[j] for j in range(first, stop) if lines[j].strip() and j not in silent),
                     None)
 
-    out, previous = [], -1
+    out: list[str] = []
+    previous = -1
     for i in [*shown, len(lines)]:
         missing = first_left_out(previous + 1, i) if out else None
         if missing is not None:

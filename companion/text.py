@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from numbers import Integral
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, cast, overload
 
 import torch
 
@@ -53,7 +53,7 @@ class Vocab:
         for token in [*tokens, *reserved_tokens]:
             if not isinstance(token, str):
                 raise ValueError(f"tokens must be strings; got {token!r} of type {type(token)}")
-        counter = Counter(tokens)
+        counter = Counter(cast("list[str]", tokens))  # strings: checked just above
         # Sorting on (-count, token) makes the order independent of the input order.
         self.token_freqs = sorted(counter.items(), key=lambda item: (-item[1], item[0]))
         specials = list(dict.fromkeys([*SPECIAL_TOKENS, *reserved_tokens]))  # dedupe, keep order
@@ -64,12 +64,22 @@ class Vocab:
     def __len__(self) -> int:
         return len(self.idx_to_token)
 
-    def __getitem__(self, tokens: str | Sequence) -> int | list:
+    @overload
+    def __getitem__(self, tokens: str) -> int: ...
+    @overload
+    def __getitem__(self, tokens: list | tuple) -> list: ...
+    def __getitem__(self, tokens: str | list | tuple) -> int | list:
         """The index of a token, or the list of indices of a list (or nested lists) of tokens."""
         if not isinstance(tokens, (list, tuple)):
             return self.token_to_idx.get(tokens, self.unk)
         return [self[token] for token in tokens]
 
+    @overload
+    def to_tokens(self, indices: int) -> str: ...
+    @overload
+    def to_tokens(self, indices: Sequence[int]) -> list[str]: ...
+    @overload
+    def to_tokens(self, indices: torch.Tensor) -> str | list[str]: ...
     def to_tokens(self, indices: int | Sequence[int] | torch.Tensor) -> str | list[str]:
         """The token of one index, or the list of tokens of a list or 1-D tensor of indices.
 
@@ -77,11 +87,11 @@ class Vocab:
         """
         if isinstance(indices, torch.Tensor) and indices.dim() == 0:
             indices = int(indices)
-        if isinstance(indices, Integral):
-            indices = int(indices)
-            if not 0 <= indices < len(self):
-                raise ValueError(f"index {indices} is outside the vocabulary of size {len(self)}")
-            return self.idx_to_token[indices]
+        if isinstance(indices, int | Integral):  # numpy's integers are Integral, not int
+            index = int(indices)
+            if not 0 <= index < len(self):
+                raise ValueError(f"index {index} is outside the vocabulary of size {len(self)}")
+            return self.idx_to_token[index]
         return [self.to_tokens(int(index)) for index in indices]
 
     @property
@@ -162,7 +172,8 @@ def parse_parallel_text(
     """
     if max_examples is not None and max_examples <= 0:
         raise ValueError(f"max_examples must be positive or None; got {max_examples}")
-    source, target = [], []
+    source: list[list[str]] = []
+    target: list[list[str]] = []
     for line_number, line in enumerate(text.split("\n"), start=1):
         if max_examples is not None and len(source) == max_examples:
             break
@@ -288,7 +299,7 @@ def _generate_batches(
         order = torch.randperm(num_rows, generator=generator)
     else:
         order = torch.arange(num_rows)
-    make = type(arrays)._make if hasattr(arrays, "_fields") else tuple  # keep NamedTuple fields
+    make = getattr(type(arrays), "_make", tuple)  # a NamedTuple's own maker keeps its fields
     for start in range(0, num_rows, batch_size):
         rows = order[start : start + batch_size]  # (batch_size,) row indices
         yield make(array[rows] for array in arrays)

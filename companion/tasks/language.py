@@ -207,7 +207,7 @@ def english(clause: Clause) -> list[str]:
     else:
         verb = [clause.verb if clause.subject.plural else _english_third_person(clause.verb)]
     words = _english_noun_phrase(clause.subject) + verb + _english_noun_phrase(clause.object)
-    if clause.preposition is not None:
+    if clause.preposition is not None and clause.prepositional_object is not None:
         words += [clause.preposition, *_english_noun_phrase(clause.prepositional_object)]
     return words
 
@@ -215,7 +215,7 @@ def english(clause: Clause) -> list[str]:
 def translate(clause: Clause) -> list[str]:
     """The invented side: subject [noun-phrase postposition] object verb [ne]."""
     words = _target_noun_phrase(clause.subject)
-    if clause.preposition is not None:
+    if clause.preposition is not None and clause.prepositional_object is not None:
         words += _target_noun_phrase(clause.prepositional_object)
         words.append(LEXICON.prepositions[clause.preposition])
     words += _target_noun_phrase(clause.object)
@@ -346,7 +346,7 @@ def parse_sentence(tokens: list[str]) -> Clause | None:
     """
     first = _parse_noun_phrase(tokens, 0)
     second = first and _parse_noun_phrase(tokens, first[1])
-    if second is None:
+    if first is None or second is None:
         return None
     (subject, _), (phrase, i) = first, second
     preposition, prepositional_object = None, None
@@ -444,7 +444,7 @@ def clause_log_prob(clause: Clause, max_words: int = 12) -> float:
     phrases = [clause.subject, clause.object]
     if (clause.preposition is None) != (clause.prepositional_object is None):
         return -math.inf
-    if clause.preposition is not None:
+    if clause.preposition is not None and clause.prepositional_object is not None:
         if clause.preposition not in PREPOSITIONS:
             return -math.inf
         phrases.append(clause.prepositional_object)

@@ -126,7 +126,8 @@ def agreement_task(num_examples: int, seed: int) -> AgreementExamples:
     if num_examples < 1:
         raise ValueError(f"num_examples must be positive; got {num_examples}")
     rng = random.Random(seed)
-    sentences, labels = [], []
+    sentences: list[list[str]] = []
+    labels: list[int] = []
     while len(sentences) < num_examples:
         sentence = translate(sample_clause(rng))
         swapped = swap_articles(sentence, rng)
