@@ -172,7 +172,7 @@ def train_merges(
     counted = Counter(
         w for piece in pieces if piece not in specials for w in pretokenize(piece, pattern)
     )
-    words = [list(word.encode("utf-8")) for word in counted]  # distinct pre-tokens, as ids
+    words = [list(_utf8(text, word)) for word in counted]  # distinct pre-tokens, as ids
     freqs = list(counted.values())
     pair_counts: Counter[Pair] = Counter()
     where: defaultdict[Pair, set[int]] = defaultdict(set)  # pair -> words that may contain it
@@ -295,7 +295,7 @@ class Tokenizer:
         ids: list[int] = []
         for word in self._split.findall(text):
             if word not in self._cache:
-                self._cache[word] = self.encode_word(word.encode("utf-8"))
+                self._cache[word] = self.encode_word(_utf8(text, word))
             ids.extend(self._cache[word])
         return ids
 
@@ -367,6 +367,17 @@ class Tokenizer:
 def _check_text(text: object) -> None:
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
+
+
+def _utf8(text: str, word: str) -> bytes:
+    """``word.encode("utf-8")``; a lone surrogate (no UTF-8 form) raises a ValueError."""
+    try:
+        return word.encode("utf-8")
+    except UnicodeEncodeError:
+        at = next(i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff")
+        raise ValueError(
+            f"text has a lone surrogate at index {at}, which UTF-8 cannot encode"
+        ) from None
 
 
 def _split_specials(text: str, specials: Iterable[str]) -> list[str]:
