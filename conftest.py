@@ -9,6 +9,7 @@ tests under tests/.
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 
 import pytest
@@ -47,8 +48,17 @@ def far_over_budget() -> list[str]:
     return [path for path, seconds in _notebook_seconds.items() if fails_budget(seconds)]
 
 
+# `make test-foreign` sets it to "report": the foreign numerics' slower kernels time the
+# notebooks, so the times are shown but do not fail the run.
+BUDGET_VARIABLE = "COMPANION_TIME_BUDGET"
+
+
+def budget_enforced() -> bool:
+    return os.environ.get(BUDGET_VARIABLE, "enforce") != "report"
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if far_over_budget() and exitstatus == 0:
+    if budget_enforced() and far_over_budget() and exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -57,7 +67,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config) -> None:
         return
     terminalreporter.section(
         f"notebook wall time (budget {NOTEBOOK_BUDGET_S:.0f} s each on 2 CPU cores; "
-        f"a run fails over {FAIL_FACTOR * NOTEBOOK_BUDGET_S:.0f} s; this CPU: {cpu_name()})"
+        + (
+            f"a run fails over {FAIL_FACTOR * NOTEBOOK_BUDGET_S:.0f} s"
+            if budget_enforced()
+            else f"reported only, {BUDGET_VARIABLE}=report"
+        )
+        + f"; this CPU: {cpu_name()})"
     )
     for path, seconds in sorted(_notebook_seconds.items()):
         flag = ""

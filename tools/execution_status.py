@@ -16,6 +16,7 @@ the ones executed (the student edition renders stripped copies next to the origi
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -29,6 +30,9 @@ if __package__:  # imported as tools.execution_status: the tests, tools/notebook
     from tools import record as execution_record
 else:  # loaded by Jupyter Book as a local extension, with tools/ on sys.path
     import record as execution_record
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tools.claims
+from tools import claims as trained_claims
 
 RECORD_PATH = execution_record.RECORD_PATH
 FIX = execution_record.FIX
@@ -192,9 +196,28 @@ class ExecutionStatusDirective(SphinxDirective):
         return reference
 
 
+class TrainedClaimsDirective(SphinxDirective):
+    """``{trained-claims}``: each trained claim's value in every run of ``book/claims.json``."""
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        path = Path(self.env.app.srcdir) / trained_claims.CLAIMS_PATH
+        self.env.note_dependency(str(path))
+        record = trained_claims.read_claims(path)
+        if not record["notebooks"]:
+            raise self.error(f"{trained_claims.CLAIMS_PATH} has no claims: run `make claims`")
+        header, *rows = trained_claims.table_rows(record)
+        where = nodes.paragraph(
+            text=f"Measured on {record['machine']}, {readable_time(record['measured_at'])}."
+        )
+        return [where, table(header, rows)]
+
+
 def setup(app: Sphinx) -> dict:
     app.add_config_value("execution_status_check", True, "env", types=[bool])
     app.add_config_value("execution_status_record", RECORD_PATH, "env", types=[str])
     app.add_directive("execution-status", ExecutionStatusDirective)
+    app.add_directive("trained-claims", TrainedClaimsDirective)
     app.connect("builder-inited", check_record)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

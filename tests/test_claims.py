@@ -1,0 +1,168 @@
+"""Trained cells: their claims hold with measured margins, and no prose quotes their digits.
+
+The convention (CONTRIBUTING.md): a cell that prints results of training is tagged ``trained``,
+nbval runs it without comparing its output, and it asserts each claim the prose makes about it
+with ``companion.claim``. ``tools/claims.py`` measured each claim over three seeds and another
+CPU's numerics into ``book/claims.json``; these tests hold that record to the notebooks.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from companion.claims import LOG_VARIABLE, TRAINED_TAG, ClaimError, claim
+from tools import claims as sweep
+from tools.record import ROOT
+
+RECORD = sweep.read_claims()
+TRAINED = [path.relative_to(ROOT).as_posix() for path in sweep.trained_notebooks()]
+
+
+def test_claim_holds_fails_and_logs(tmp_path, monkeypatch):
+    log = tmp_path / "claims.jsonl"
+    monkeypatch.setenv(LOG_VARIABLE, str(log))
+    assert claim("accuracy is high", 0.97, above=0.9) == 0.97
+    assert claim("loss is in range", 1.5, above=1, below=2) == 1.5
+    with pytest.raises(ClaimError, match="gap is small: 0.3 is not below 0.2"):
+        claim("gap is small", 0.3, below=0.2)
+    with pytest.raises(ClaimError, match="nan is not above 0"):
+        claim("a diverged loss fails", float("nan"), above=0)
+    with pytest.raises(ValueError, match="needs a bound"):
+        claim("no bound", 1.0)
+    logged = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [entry["held"] for entry in logged] == [True, True, False, False]
+    assert logged[2] == {
+        "claim": "gap is small", "value": 0.3, "above": None, "below": 0.2, "held": False
+    }
+
+
+def notebook(*cells) -> nbformat.NotebookNode:
+    return nbformat.v4.new_notebook(cells=list(cells))
+
+
+def trained_cell(source: str, printed: str) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell(source, metadata={"tags": [TRAINED_TAG]})
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=printed)]
+    return cell
+
+
+def test_nbval_runs_a_trained_cell_without_comparing_it_and_fails_on_a_broken_claim(tmp_path):
+    """Under `pytest --nbval` the committed output of a trained cell is not compared (it says
+    0.5, the run prints 0.7), but its claim is still checked (0.7 is not below 0.6)."""
+    cells = [
+        trained_cell("print(0.7)", "0.5\n"),
+        trained_cell("from companion import claim\nclaim('small', 0.7, below=0.6)", ""),
+    ]
+    for number, cell in enumerate(cells, 1):
+        cell.execution_count = number
+    nbformat.write(notebook(*cells), tmp_path / "chapter.ipynb")
+    result = subprocess.run(
+        # -p conftest: the book's conftest.py, which maps the tag, for a notebook outside book/
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "conftest",
+         "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"),
+         str(tmp_path / "chapter.ipynb"), "-q"],
+        capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert "1 failed, 1 passed" in result.stdout, result.stdout[-2000:]
+    assert "claim does not hold: small: 0.7 is not below 0.6" in result.stdout
+
+
+def test_a_quoted_trained_number_is_found_and_a_bound_is_not():
+    chapter = notebook(
+        nbformat.v4.new_code_cell("rate = 0.05\nprint(rate)"),
+        trained_cell("print(accuracy)", "accuracy 0.926, loss 1.2345, gap 12.5%\n"),
+        nbformat.v4.new_markdown_cell("It reaches 0.93 here, and 92.6% on long ones."),
+        nbformat.v4.new_markdown_cell("Always above 0.92, at a rate of 0.05."),
+        nbformat.v4.new_markdown_cell("The loss ends near 1.23; the gap is 0.125."),
+    )
+    found = sweep.quoted_trained_numbers(chapter)
+    assert [line.split(":")[0] for line in found] == ["cell 2", "cell 2", "cell 4", "cell 4"]
+    assert "0.93" in found[0] and "92.6%" in found[1] and "1.23" in found[2]
+
+
+@pytest.mark.parametrize("name", sweep.toc.toc_notebooks(ROOT), ids=lambda path: path.stem)
+def test_no_markdown_quotes_a_number_a_trained_cell_prints(name):
+    """Prose states a trained result at the precision its claim guarantees ("above 0.95"), so
+    that another machine's run never contradicts it (`python -m tools.claims quotes`)."""
+    assert sweep.quoted_trained_numbers(nbformat.read(name, as_version=4)) == []
+
+
+def literal_claims(path) -> set[str]:
+    """The statements of the claim(...) calls in a notebook's code whose text is a literal."""
+    statements = set()
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type != "code" or "claim(" not in cell.source:
+            continue
+        for node in ast.walk(ast.parse(cell.source)):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", None)) == "claim"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                statements.add(node.args[0].value)
+    return statements
+
+
+def test_the_sweep_record_covers_every_run():
+    assert [run["name"] for run in RECORD["runs"]] == [run.name for run in sweep.RUNS]
+    assert RECORD["machine"], "the record names the machine it was measured on"
+
+
+@pytest.mark.parametrize("name", TRAINED)
+def test_each_claim_holds_over_seeds_and_numerics(name):
+    """Every claim of the notebook was measured by `python -m tools.claims sweep` on the code
+    as it is now, and held in every run with no cell failing."""
+    entry = RECORD["notebooks"].get(name)
+    fix = f"run `make claims NOTEBOOKS={name}`"
+    assert entry is not None, f"{name} has trained cells but no sweep: {fix}"
+    assert entry["code_sha256"] == sweep.code_sha256(nbformat.read(ROOT / name, as_version=4)), (
+        f"{name}'s code changed after its sweep: {fix}"
+    )
+    assert entry["errors"] == {}, f"cells failed in the sweep: {entry['errors']}"
+    assert entry["claims"], f"{name} has trained cells but makes no claim about them"
+    runs = [run.name for run in sweep.RUNS]
+    for made in entry["claims"]:
+        assert sorted(made["values"]) == sorted(runs), f"not made in every run: {made['claim']}"
+        assert all(made["held"].values()), f"does not hold in every run: {made}"
+    missing = literal_claims(ROOT / name) - {made["claim"] for made in entry["claims"]}
+    assert not missing, f"claims in the notebook that its sweep never saw: {missing}"
+
+
+def test_the_record_has_no_notebook_without_trained_cells():
+    assert sorted(RECORD["notebooks"]) == sorted(TRAINED)
+
+
+def test_trained_cells_carry_no_nbval_marker():
+    """The tag is the one way to mark a trained cell: a `# NBVAL_` comment in the same cell
+    would overrule it (nbval prefers comments), and mean two conventions."""
+    for name in TRAINED:
+        for cell in nbformat.read(ROOT / name, as_version=4).cells:
+            if sweep.is_trained(cell):
+                assert "# NBVAL_" not in cell.source, f"{name}: a trained cell with a marker"
+
+
+def test_a_sweep_entry_and_its_table_give_each_run_and_the_smallest_margin(tmp_path):
+    path = tmp_path / "chapter.ipynb"
+    nbformat.write(notebook(nbformat.v4.new_code_cell("x = 1")), path)
+    made = {"claim": "A beats B", "above": 0.1, "below": None}
+    measurements = {
+        "seed 0": {"claims": [{**made, "value": 0.3, "held": True}], "errors": []},
+        "seed 1": {"claims": [{**made, "value": 0.15, "held": True}], "errors": ["cell 3: X"]},
+    }
+    entry = sweep.sweep_entry(path, measurements)
+    assert entry["claims"] == [{**made, "values": {"seed 0": 0.3, "seed 1": 0.15},
+                                "held": {"seed 0": True, "seed 1": True}}]
+    assert entry["errors"] == {"seed 1": ["cell 3: X"]}
+    record = {"runs": [{"name": "seed 0"}, {"name": "seed 1"}, {"name": "seed 2"}],
+              "notebooks": {"book/chapter.ipynb": entry}}
+    header, row = sweep.table_rows(record)
+    assert header[-1] == "smallest margin"
+    assert row == ["chapter", "A beats B", "> 0.1", "0.3", "0.15", "–", "0.05"]

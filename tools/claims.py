@@ -1,0 +1,351 @@
+"""The spread of every trained claim over seeds and CPU numerics: ``book/claims.json``.
+
+A cell tagged ``trained`` asserts the claims the prose makes about what it prints, with
+``companion.claim(statement, value, above=..., below=...)`` (CONTRIBUTING.md). This tool measures
+how much room each bound leaves: it runs each such notebook under :data:`RUNS` (three seeds with
+the Makefile's pins, and seed 0 under another CPU's float arithmetic), collects every claim's
+value from ``$COMPANION_CLAIMS_LOG``, and writes them to the record that the status page shows
+and ``tests/test_claims.py`` checks::
+
+    python -m tools.claims sweep                   # every notebook with a trained cell
+    python -m tools.claims sweep book/X.ipynb ...  # only these; the others' entries stay
+    python -m tools.claims table                   # the record as a Markdown table
+    python -m tools.claims quotes                  # prose that quotes a trained cell's number
+
+**Seeds.** A run with offset ``k`` shifts every seed the notebook sets (``torch.manual_seed``,
+``random.seed``, ``numpy.random.seed``, and so ``companion.reproducible``) by ``1000 * k``, through
+a cell put in front of the notebook's code in the copy that runs; the committed file is not
+touched. Data drawn from a ``torch.Generator`` with its own seed stays the same, so the spread
+is that of initialisation, dropout and batch order.
+
+**Another CPU.** ``ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE`` makes torch and MKL sum
+floats in another order, as another vendor's CPU does (``make test-foreign`` runs nbval so).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import nbformat
+
+if __package__ in (None, ""):  # run as a script, `python tools/claims.py`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from companion.claims import LOG_VARIABLE, TRAINED_TAG
+from tools import toc
+from tools.record import ROOT, run_environment
+
+CLAIMS_PATH = "book/claims.json"  # relative to the book's root
+CLAIMS = ROOT / CLAIMS_PATH
+SETUP_CELL_TAG = "remove-cell"  # the Colab set-up cell, which changes with the release tag
+FOREIGN_NUMERICS = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}
+
+
+@dataclass(frozen=True)
+class Run:
+    name: str
+    seed_offset: int
+    environment: dict[str, str] = field(default_factory=dict)
+
+
+RUNS = (
+    Run("seed 0", 0),
+    Run("seed 1", 1),
+    Run("seed 2", 2),
+    Run("seed 0, other CPU numerics", 0, FOREIGN_NUMERICS),
+)
+
+SEED_SHIFT_CELL = """\
+# Added by tools/claims.py for a seed sweep: every seed the notebook sets moves by {shift}.
+import random as _random
+
+import numpy as _np
+import torch as _torch
+
+
+def _shifted(set_seed):
+    def set_shifted_seed(seed=None, *args, **kwargs):
+        return set_seed(None if seed is None else seed + {shift}, *args, **kwargs)
+
+    return set_shifted_seed
+
+
+_torch.manual_seed = _shifted(_torch.manual_seed)
+_random.seed = _shifted(_random.seed)
+_np.random.seed = _shifted(_np.random.seed)"""
+
+
+def is_trained(cell) -> bool:
+    return cell.cell_type == "code" and TRAINED_TAG in cell.metadata.get("tags", [])
+
+
+def trained_notebooks(root: Path = ROOT) -> list[Path]:
+    """The notebooks of the table of contents that have a cell tagged ``trained``."""
+    return [
+        path
+        for path in toc.toc_notebooks(root)
+        if any(is_trained(cell) for cell in nbformat.read(path, as_version=4).cells)
+    ]
+
+
+def code_sha256(notebook) -> str:
+    """A fingerprint of a notebook's code (outputs and the set-up cell left out): a sweep
+    describes the code it ran, so any change of code makes its entry stale."""
+    sources = [
+        cell.source
+        for cell in notebook.cells
+        if cell.cell_type == "code" and SETUP_CELL_TAG not in cell.metadata.get("tags", [])
+    ]
+    return hashlib.sha256("\n\0".join(sources).encode()).hexdigest()
+
+
+def run_once(path: Path, seed_offset: int, log: Path) -> list[str]:
+    """Execute a copy of ``path`` with its seeds shifted; return the errors its cells raised.
+
+    Claims append to ``log`` through ``$COMPANION_CLAIMS_LOG``, which the kernel inherits.
+    """
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(path, as_version=4)
+    position = 1 if notebook.cells and notebook.cells[0].cell_type == "code" else 0
+    shift = nbformat.v4.new_code_cell(SEED_SHIFT_CELL.format(shift=1000 * seed_offset))
+    notebook.cells.insert(position, shift)
+    os.environ[LOG_VARIABLE] = str(log)
+    NotebookClient(
+        notebook,
+        timeout=600,
+        kernel_name="python3",
+        allow_errors=True,
+        resources={"metadata": {"path": str(path.parent)}},
+    ).execute()
+    return [
+        f"cell {index}: {output.ename}: {output.evalue}"
+        for index, cell in enumerate(notebook.cells)
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if output.output_type == "error"
+    ]
+
+
+def measure(path: Path, run: Run) -> dict:
+    """Run ``path`` once as ``run`` says, in a child process with ``run``'s environment."""
+    with tempfile.TemporaryDirectory() as scratch:
+        log = Path(scratch) / "claims.jsonl"
+        result = Path(scratch) / "errors.json"
+        command = [sys.executable, "-m", "tools.claims", "_run", str(path)]
+        command += [str(run.seed_offset), str(log), str(result)]
+        subprocess.run(command, check=True, cwd=ROOT, env={**os.environ, **run.environment})
+        lines = log.read_text().splitlines() if log.exists() else []
+        return {
+            "claims": [json.loads(line) for line in lines],
+            "errors": json.loads(result.read_text()),
+        }
+
+
+def sweep_entry(path: Path, measurements: dict[str, dict]) -> dict:
+    """One notebook's entry: each claim (in the order seed 0 made them) with its value in
+    every run, and the errors any run raised."""
+    claims: dict[str, dict] = {}
+    for run_name, measured in measurements.items():
+        for made in measured["claims"]:
+            entry = claims.setdefault(
+                made["claim"],
+                {"claim": made["claim"], "above": made["above"], "below": made["below"],
+                 "values": {}, "held": {}},
+            )
+            entry["values"][run_name] = made["value"]
+            entry["held"][run_name] = made["held"]
+    return {
+        "code_sha256": code_sha256(nbformat.read(path, as_version=4)),
+        "claims": list(claims.values()),
+        "errors": {name: m["errors"] for name, m in measurements.items() if m["errors"]},
+    }
+
+
+def read_claims(path: Path = CLAIMS) -> dict:
+    if not path.exists():
+        return {"runs": [], "notebooks": {}}
+    return json.loads(path.read_text())
+
+
+def sweep(paths: list[Path], record_path: Path = CLAIMS, root: Path = ROOT) -> bool:
+    """Measure every claim of ``paths`` under every run; True if every claim held everywhere."""
+    record = read_claims(record_path)
+    record["runs"] = [
+        {"name": run.name, "seed_offset": run.seed_offset, "environment": run.environment}
+        for run in RUNS
+    ]
+    record["machine"] = run_environment()["cpu"]
+    record["measured_at"] = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    all_held = True
+    for path in paths:
+        name = path.relative_to(root).as_posix()
+        measurements = {}
+        for run in RUNS:
+            measurements[run.name] = measure(path, run)
+            print(f"{name}, {run.name}: {len(measurements[run.name]['claims'])} claims", flush=True)
+        entry = sweep_entry(path, measurements)
+        record["notebooks"][name] = entry
+        record_path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+        failed = [c["claim"] for c in entry["claims"] if not all(c["held"].values())]
+        all_held &= not failed and not entry["errors"]
+        for statement in failed:
+            print(f"  does not hold in every run: {statement}", flush=True)
+        for run_name, errors in entry["errors"].items():
+            print(f"  {run_name}: {'; '.join(errors)}", flush=True)
+    return all_held
+
+
+def bound_text(claim: dict) -> str:
+    parts = []
+    if claim["above"] is not None:
+        parts.append(f"> {claim['above']:g}")
+    if claim["below"] is not None:
+        parts.append(f"< {claim['below']:g}")
+    return " and ".join(parts)
+
+
+def margin(claim: dict) -> float:
+    """The smallest distance of any run's value from the nearest bound (negative: broken)."""
+    distances = []
+    for value in claim["values"].values():
+        if claim["above"] is not None:
+            distances.append(value - claim["above"])
+        if claim["below"] is not None:
+            distances.append(claim["below"] - value)
+    return min(distances)
+
+
+def table_rows(record: dict) -> list[list[str]]:
+    """Header and rows of the spread table: notebook, claim, bound, each run's value, margin."""
+    run_names = [run["name"] for run in record["runs"]]
+    rows = [["chapter", "claim", "bound", *run_names, "smallest margin"]]
+    for name, entry in sorted(record["notebooks"].items()):
+        for claim in entry["claims"]:
+            values = [claim["values"].get(run) for run in run_names]
+            rows.append([
+                Path(name).stem, claim["claim"], bound_text(claim),
+                *("–" if value is None else f"{value:.4g}" for value in values),
+                f"{margin(claim):.3g}",
+            ])
+    return rows
+
+
+def markdown_table(record: dict) -> str:
+    rows = table_rows(record)
+    lines = ["| " + " | ".join(row) + " |" for row in rows]
+    lines.insert(1, "|" + "---|" * len(rows[0]))
+    return "\n".join(lines)
+
+
+# A number as prose writes it: 0.93, 98.64, 88%, 12.5 %; and one as a cell prints it.
+PROSE_NUMBER = re.compile(r"(?<![\w.])(\d+\.\d+|\d+(?:\.\d+)?\s?%)(?![\w.]*\d)")
+PRINTED_NUMBER = re.compile(r"(?<![\w.])-?(\d+(?:\.\d+)?)(\s?%)?")
+# Words that make a number a bound ("above 0.9"), which an assertion guarantees, not a quote.
+BOUND_WORDS = re.compile(
+    r"(above|below|over|under|at least|at most|more than|less than|beyond|within|>|<|≥|≤)"
+    r"\s*(about\s*)?[$(]?$",
+    re.IGNORECASE,
+)
+
+
+def output_text(cell) -> str:
+    """What a code cell printed: its streams and the text of its results."""
+    parts = []
+    for output in cell.get("outputs", []):
+        if output.output_type == "stream":
+            parts.append(output.text)
+        elif output.output_type in ("execute_result", "display_data"):
+            parts.append(output.get("data", {}).get("text/plain", ""))
+    return "\n".join(parts)
+
+
+def printed_values(text: str) -> list[float]:
+    """Each number in ``text``, and for a percentage also its fraction, and vice versa."""
+    values = []
+    for digits, percent in PRINTED_NUMBER.findall(text):
+        value = float(digits)
+        values += [value, value / 100] if percent else [value]
+        if not percent and value <= 1:
+            values.append(value * 100)
+    return values
+
+
+def significant_digits(digits: str) -> int:
+    return len(digits.replace(".", "").lstrip("0"))
+
+
+def quoted_trained_numbers(notebook) -> list[str]:
+    """Numbers that a markdown cell quotes as literals and a ``trained`` cell prints.
+
+    A prose number with at least two significant digits quotes a printed one when the printed
+    value, rounded to the prose's decimals, reads the same (``0.93`` quotes ``0.926``; ``88%``
+    quotes ``0.88``). Not counted: numbers in any code cell's source (sizes, rates) or printed by
+    an exact cell, and bounds (``above 0.95``). Returns ``"cell N: '...0.93...'"`` lines.
+    """
+    code = " ".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+    exact = " ".join(
+        output_text(cell) for cell in notebook.cells
+        if cell.cell_type == "code" and not is_trained(cell)
+    )
+    fixed = set(printed_values(code)) | set(printed_values(exact))
+    trained = [
+        value for cell in notebook.cells if is_trained(cell)
+        for value in printed_values(output_text(cell)) if value not in fixed
+    ]
+    found = []
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "markdown":
+            continue
+        for match in PROSE_NUMBER.finditer(cell.source):
+            token = match.group(1)
+            digits = token.rstrip("% ").strip()
+            if significant_digits(digits) < 2:
+                continue
+            if BOUND_WORDS.search(cell.source[max(0, match.start() - 20) : match.start()]):
+                continue
+            decimals = len(digits.split(".")[1]) if "." in digits else 0
+            if any(f"{value:.{decimals}f}" == digits for value in trained):
+                context = cell.source[max(0, match.start() - 30) : match.end() + 10]
+                found.append(f"cell {index}: {' '.join(context.split())!r}")
+    return found
+
+
+def main(argv: list[str]) -> int:
+    command = argv[0] if argv else "table"
+    if command == "_run":  # one run, in a child process with the run's environment
+        path, offset, log, result = argv[1:5]
+        errors = run_once(Path(path), int(offset), Path(log))
+        Path(result).write_text(json.dumps(errors))
+        return 0
+    if command == "sweep":
+        paths = [Path(arg).resolve() for arg in argv[1:]] or trained_notebooks()
+        held = sweep(paths)
+        print(f"recorded in {CLAIMS_PATH}")
+        return 0 if held else 1
+    if command == "quotes":  # markdown quoting trained numbers, as tests/test_claims.py finds
+        paths = [Path(arg).resolve() for arg in argv[1:]] or toc.toc_notebooks(ROOT)
+        count = 0
+        for path in paths:
+            for line in quoted_trained_numbers(nbformat.read(path, as_version=4)):
+                print(f"{path.relative_to(ROOT)}: {line}")
+                count += 1
+        return 1 if count else 0
+    if command == "table":
+        print(markdown_table(read_claims()))
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
