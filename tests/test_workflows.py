@@ -1,7 +1,10 @@
-"""The GitHub workflows: actionlint passes on them, and each runs what the README promises."""
+"""The GitHub workflows: actionlint passes on them; CI is .ci/run and nothing else; Pages waits
+for CI; pip is cached; make site-test installs Debian packages only in CI."""
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,6 +17,7 @@ from tools.record import ROOT
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 ACTIONLINT = Path(sys.executable).with_name("actionlint")
+MAKEFILE = (ROOT / "Makefile").read_text()
 
 
 def workflow(name: str) -> dict:
@@ -57,35 +61,86 @@ def test_actionlint_fails_on_a_broken_workflow(tmp_path):
     assert done.returncode != 0 and "pushh" in done.stdout
 
 
-def test_ci_runs_make_test_and_site_test_on_both_pythons():
+def test_ci_runs_ci_run_and_nothing_else_on_the_supported_pythons():
+    """One CI definition: the workflow prepares the machine and calls .ci/run, on the Pythons
+    the Makefile supports, so what CI checks is what `bash .ci/run` checks."""
     ci = workflow("ci.yml")
     assert {"push", "pull_request"} <= set(ci["on"])
     (job,) = ci["jobs"].values()
-    assert job["strategy"]["matrix"]["python"] == ["3.11", "3.12"]
-    commands = runs(job)
-    assert "make test" in commands and "make site-test" in commands
-    assert "${{ matrix.python }}" in commands, "each make uses the matrix's Python"
+    supported = re.search(r"^SUPPORTED_PYTHONS := (.+)$", MAKEFILE, re.MULTILINE).group(1)
+    assert job["strategy"]["matrix"]["python"] == supported.split()
+    (run_step,) = [step for step in steps(job) if "run" in step]
+    assert run_step["run"].strip() == ".ci/run", "a check belongs in .ci/run, not in ci.yml"
+    assert run_step["env"]["PYTHON"] == "python${{ matrix.python }}"
+    assert (ROOT / ".ci" / "run").stat().st_mode & 0o111, ".ci/run must be executable"
 
 
-def test_pages_deploys_the_built_book_with_the_official_actions():
+@pytest.mark.parametrize("name", ["ci.yml", "colab.yml", "pages.yml"])
+def test_every_job_that_installs_the_lock_caches_pip(name):
+    for job in workflow(name)["jobs"].values():
+        if "make " not in runs(job) and ".ci/run" not in runs(job):
+            continue
+        setups = [s for s in steps(job) if s.get("uses", "").startswith("actions/setup-python")]
+        last = setups[-1]["with"]  # the python on PATH, which make's venv is made from
+        assert last.get("cache") == "pip", f"{name}: pip downloads torch on every run"
+        assert last.get("cache-dependency-path") == "requirements.lock"
+
+
+def test_pages_deploys_only_a_commit_whose_ci_passed():
     pages = workflow("pages.yml")
-    assert pages["on"]["push"]["branches"] == ["main"]
+    assert set(pages["on"]) == {"workflow_run"}, "a push or a manual run would skip CI"
+    trigger = pages["on"]["workflow_run"]
+    assert trigger["workflows"] == [workflow("ci.yml")["name"]]
+    assert trigger["types"] == ["completed"] and trigger["branches"] == ["main"]
     build, deploy = pages["jobs"]["build"], pages["jobs"]["deploy"]
-    assert "make book" in runs(build)
-    assert "actions/configure-pages" in uses(build)
-    artifact = next(s for s in steps(build) if s.get("uses", "").startswith("actions/upload-pages"))
-    assert artifact["with"]["path"] == "_build/html"
-    assert uses(deploy) == ["actions/deploy-pages"]
-    assert pages["permissions"] == {"contents": "read", "pages": "write", "id-token": "write"}
+    condition = " ".join(build["if"].split())
+    assert "github.event.workflow_run.conclusion == 'success'" in condition
+    assert "github.event.workflow_run.event == 'push'" in condition, "not a pull request's run"
+    checkout = next(s for s in steps(build) if s.get("uses", "").startswith("actions/checkout"))
+    assert checkout["with"]["ref"] == "${{ github.event.workflow_run.head_sha }}", (
+        "build the commit CI passed on, not main's newest"
+    )
+    assert "make book" in runs(build) and deploy["needs"] == "build"
 
 
-def test_colab_check_runs_weekly_and_on_demand_with_the_newest_libraries():
+def test_colab_check_runs_weekly_with_the_newest_torch():
     colab = workflow("colab.yml")
     assert "workflow_dispatch" in colab["on"] and colab["on"]["schedule"][0]["cron"]
     (job,) = colab["jobs"].values()
-    command = runs(job)
-    assert "make colab-check" in command and "PYTHON312=" in command
-    assert 'COLAB_TORCH="torch ' in command, "the newest torch, not the lock's"
+    assert 'COLAB_TORCH="torch ' in runs(job), "the newest torch, not the lock's"
+
+
+def make_site_test_debs(tmp_path: Path, ci: str | None) -> subprocess.CompletedProcess:
+    """`make site-test-debs` with a package that is never installed, and stand-ins for sudo
+    and apt-get that only record their arguments."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("sudo", "apt-get"):
+        stub = bin_dir / name
+        stub.write_text(f'#!/bin/sh\necho "{name} $*" >> {tmp_path}/calls\n')
+        stub.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env["PATH"] = f"{bin_dir}:{env['PATH']}"
+    if ci is not None:
+        env["CI"] = ci
+    return subprocess.run(
+        ["make", "--no-print-directory", "site-test-debs", "SITE_TEST_DEBS=no-such-package-zz"],
+        cwd=ROOT, env=env, capture_output=True, text=True,
+    )
+
+
+def test_site_test_names_missing_packages_instead_of_installing_them(tmp_path):
+    done = make_site_test_debs(tmp_path, ci=None)
+    assert done.returncode != 0
+    assert "apt-get install --no-install-recommends no-such-package-zz" in done.stdout
+    assert not (tmp_path / "calls").exists(), "make ran sudo or apt-get on a developer's machine"
+
+
+def test_site_test_installs_missing_packages_in_ci(tmp_path):
+    done = make_site_test_debs(tmp_path, ci="true")
+    assert done.returncode == 0, done.stdout + done.stderr
+    calls = (tmp_path / "calls").read_text()
+    assert "apt-get install -y --no-install-recommends no-such-package-zz" in calls
 
 
 @pytest.mark.parametrize("name", ["ci.yml", "colab.yml", "pages.yml"])
