@@ -23,11 +23,15 @@ from companion.bert import (
 )
 from companion.claims import claim
 from companion.data import kernel_regression_data
+from companion.decoder import DecoderBlock, DecoderConfig, DecoderLM, gpt2_config, llama_config
 from companion.decoding import beam_search, decode, greedy_decode
 from companion.device import get_device
 from companion.efficient import LinearAttention
+from companion.feedforward import SwiGLU
+from companion.gqa import GroupedQueryAttention, RollingKVCache
 from companion.lm import GPT
 from companion.metrics import bleu, corpus_bleu, exact_match
+from companion.norms import RMSNorm
 from companion.plot import (
     plot,
     plot_attention,
@@ -38,6 +42,7 @@ from companion.plot import (
 from companion.pooling import NWKernelRegression, leave_one_out, nadaraya_watson
 from companion.positional import PositionalEncoding
 from companion.repro import reproducible
+from companion.rotary import RotaryEmbedding
 from companion.seq2seq import (
     EncoderDecoder,
     Seq2Seq,
@@ -73,10 +78,13 @@ __all__ = [
     # attention and its layers
     "AdditiveAttention",
     "DotProductAttention",
+    "GroupedQueryAttention",
     "LinearAttention",
     "MultiHeadAttention",
     "NWKernelRegression",
     "PositionalEncoding",
+    "RollingKVCache",
+    "RotaryEmbedding",
     "masked_softmax",
     "record_attention",
     # models: sequence to sequence, the Transformer, BERT, GPT, ViT
@@ -84,6 +92,9 @@ __all__ = [
     "BERTEncoder",
     "BERTModel",
     "EncoderDecoder",
+    "DecoderBlock",
+    "DecoderConfig",
+    "DecoderLM",
     "GPT",
     "MaskLM",
     "NextSentencePred",
@@ -99,6 +110,10 @@ __all__ = [
     "ViT",
     "ViTBlock",
     "ViTMLP",
+    "RMSNorm",
+    "SwiGLU",
+    "gpt2_config",
+    "llama_config",
     "get_tokens_and_segments",
     # data, text and tasks
     "ParallelCorpus",

@@ -1,0 +1,171 @@
+"""The configurable decoder: cached decoding equals teacher forcing in every configuration, the
+rolling cache equals a full cache with the window mask, chapter 9's GPT is one configuration,
+and bad input is a ValueError that names the argument."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from companion.attention import KVCache
+from companion.decoder import DecoderConfig, DecoderLM, gpt2_config, llama_config
+from companion.feedforward import SwiGLU
+from companion.gqa import GroupedQueryAttention, RollingKVCache, visible
+from companion.lm import GPT
+from companion.norms import RMSNorm
+from companion.rotary import RotaryEmbedding
+
+VOCAB = 30
+CONFIGS = {
+    "gpt2": gpt2_config(VOCAB),
+    "rmsnorm": gpt2_config(VOCAB, norm="rms"),
+    "rope": gpt2_config(VOCAB, positions="rope"),
+    "rope-interleaved": gpt2_config(VOCAB, positions="rope", rope_pairing="interleaved"),
+    "sinusoidal": gpt2_config(VOCAB, positions="sinusoidal"),
+    "alibi": gpt2_config(VOCAB, positions="alibi"),
+    "swiglu": gpt2_config(VOCAB, ffn="swiglu"),
+    "gqa": gpt2_config(VOCAB, num_kv_heads=2),
+    "mqa": gpt2_config(VOCAB, num_kv_heads=1),
+    "window": gpt2_config(VOCAB, window=3),
+    "llama": llama_config(VOCAB),
+    "llama-window": llama_config(VOCAB, window=4),
+}
+
+
+def randomized(model: torch.nn.Module, seed: int = 0) -> torch.nn.Module:
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.3)
+    return model.eval()
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_cached_decoding_equals_teacher_forcing(name):
+    model = randomized(DecoderLM(CONFIGS[name]))
+    X = torch.randint(0, VOCAB, (2, 11), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = model(X)  # teacher forced: every step at once
+        caches = model.new_caches()
+        stepwise = torch.cat([model(X[:, t : t + 1], caches) for t in range(11)], dim=1)
+        caches = model.new_caches()  # a prompt of 5, then 2 steps, then 4
+        chunks = [model(X[:, :5], caches), model(X[:, 5:7], caches), model(X[:, 7:], caches)]
+    torch.testing.assert_close(stepwise, expected, rtol=0.0, atol=1e-5)
+    torch.testing.assert_close(torch.cat(chunks, dim=1), expected, rtol=0.0, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama-window"])
+def test_generate_with_and_without_cache_gives_the_same_tokens(name):
+    model = randomized(DecoderLM(CONFIGS[name]))
+    prompt = torch.randint(0, VOCAB, (3, 2), generator=torch.Generator().manual_seed(2))
+    cached = model.generate(prompt, 12, temperature=0)
+    assert cached.shape == (3, 14)
+    assert torch.equal(cached, model.generate(prompt, 12, temperature=0, use_cache=False))
+
+
+def test_the_rolling_cache_equals_a_full_cache_with_the_window_mask():
+    torch.manual_seed(0)
+    layer = randomized(GroupedQueryAttention(16, 4, 2, rotary=RotaryEmbedding(4), window=3))
+    X = torch.randn(2, 12, 16)
+    rolling, full = RollingKVCache(3), KVCache()
+    with torch.no_grad():
+        outputs = [(layer(X[:, t : t + 1], cache=rolling), layer(X[:, t : t + 1], cache=full))
+                   for t in range(12)]  # fmt: skip
+    for t, (from_rolling, from_full) in enumerate(outputs):
+        torch.testing.assert_close(from_rolling, from_full, rtol=0.0, atol=1e-6, msg=f"step {t}")
+    assert len(full) == 12 and len(rolling) == 3  # the full cache grows, the rolling one does not
+    assert rolling.keys.shape == (2, 2, 3, 4)  # (batch, kv heads, window, head_dim)
+
+
+def reference_attention(X, layer, window):
+    """softmax(Q K^T / sqrt(d) + mask) V written out, keys and values repeated per group."""
+    batch, steps, _ = X.shape
+    heads, groups, d = layer.num_heads, layer.num_kv_heads, layer.head_dim
+    Q = layer.W_q(X).reshape(batch, steps, heads, d).transpose(1, 2)
+    K = layer.W_k(X).reshape(batch, steps, groups, d).transpose(1, 2)
+    V = layer.W_v(X).reshape(batch, steps, groups, d).transpose(1, 2)
+    K = torch.stack([K[:, h * groups // heads] for h in range(heads)], dim=1)
+    V = torch.stack([V[:, h * groups // heads] for h in range(heads)], dim=1)
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(d)
+    m, n = torch.arange(steps)[:, None], torch.arange(steps)[None, :]
+    scores = scores.masked_fill((n > m) | (n <= m - window), -math.inf)
+    output = torch.softmax(scores, dim=-1) @ V
+    return layer.W_o(output.transpose(1, 2).reshape(batch, steps, -1))
+
+
+@pytest.mark.parametrize("num_kv_heads", [4, 2, 1])
+def test_sliding_window_attention_equals_masked_full_attention(num_kv_heads):
+    torch.manual_seed(0)
+    layer = randomized(GroupedQueryAttention(16, 4, num_kv_heads, window=3))
+    X = torch.randn(2, 9, 16)
+    torch.testing.assert_close(layer(X), reference_attention(X, layer, 3), rtol=0.0, atol=1e-5)
+
+
+def test_the_cache_holds_only_the_shared_heads():
+    model = randomized(DecoderLM(CONFIGS["gqa"]))
+    caches = model.new_caches()
+    with torch.no_grad():
+        model(torch.zeros(1, 5, dtype=torch.long), caches)
+    assert caches[0].keys.shape == (1, 2, 5, 16)  # (batch, kv heads, steps, head_dim)
+
+
+def test_a_window_mask_counts_the_query_itself():
+    mask = visible(torch.arange(5), torch.arange(5), window=2)
+    assert mask.sum(dim=1).tolist() == [1, 2, 2, 2, 2]
+    assert mask[4].tolist() == [False, False, False, True, True]
+
+
+def test_chapter_9s_gpt_is_the_gpt2_configuration():
+    gpt = randomized(GPT(VOCAB, 64, 128, 4, 2, max_len=13))
+    model = DecoderLM(gpt2_config(VOCAB, max_len=13)).eval()
+    model.load_state_dict(gpt.state_dict())  # strict: the same parameters, the same names
+    X = torch.randint(0, VOCAB, (2, 13))
+    torch.testing.assert_close(model(X), gpt(X), rtol=0.0, atol=1e-5)
+
+
+def test_rmsnorm_normalizes_the_root_mean_square():
+    X = torch.randn(4, 8) * 5
+    Y = RMSNorm(8, eps=1e-12)(X)
+    torch.testing.assert_close(Y.pow(2).mean(dim=-1), torch.ones(4))
+
+
+def test_rope_scores_depend_only_on_the_offset():
+    torch.manual_seed(0)
+    rope = RotaryEmbedding(8)
+    q, k = torch.randn(1, 1, 1, 8), torch.randn(1, 1, 1, 8)
+    score = (rope(q, offset=3) * rope(k, offset=1)).sum()
+    torch.testing.assert_close((rope(q, offset=10) * rope(k, offset=8)).sum(), score)
+
+
+@pytest.mark.parametrize(
+    "build, argument",
+    [
+        (lambda: RMSNorm(8, eps=0.0), "eps"),
+        (lambda: RMSNorm(8)(torch.zeros(2, 7)), "num_hiddens=8"),
+        (lambda: RotaryEmbedding(7), "head_dim"),
+        (lambda: RotaryEmbedding(8, pairing="pairs"), "pairing"),
+        (lambda: RotaryEmbedding(8)(torch.zeros(2, 5, 8)), "X must be 4-D"),
+        (lambda: SwiGLU(8, 16)(torch.zeros(2, 4)), "num_hiddens=8"),
+        (lambda: GroupedQueryAttention(16, 4, 3), "num_kv_heads"),
+        (lambda: GroupedQueryAttention(16, 3), "num_heads"),
+        (lambda: GroupedQueryAttention(16, 4, window=0), "window"),
+        (lambda: GroupedQueryAttention(16, 4)(torch.zeros(2, 3, 8)), "num_hiddens=16"),
+        (lambda: DecoderConfig(VOCAB, norm="batch"), "norm"),
+        (lambda: DecoderConfig(VOCAB, positions="none"), "positions"),
+        (lambda: DecoderConfig(VOCAB, ffn="relu"), "ffn"),
+        (lambda: DecoderLM(gpt2_config(VOCAB, max_len=4))(torch.zeros(1, 5).long()), "max_len"),
+        (lambda: DecoderLM(gpt2_config(VOCAB))(torch.zeros(1, 5).long(), []), "caches"),
+        (lambda: DecoderLM(gpt2_config(VOCAB))(torch.full((1, 5), VOCAB)), "vocabulary"),
+    ],
+)
+def test_bad_input_is_a_value_error_naming_the_argument(build, argument):
+    with pytest.raises(ValueError, match=argument):
+        build()
+
+
+def test_a_rolling_cache_refuses_autograd():
+    layer = GroupedQueryAttention(16, 4, window=3)
+    with pytest.raises(ValueError, match="no_grad"):
+        layer(torch.randn(1, 2, 16), cache=RollingKVCache(3))
