@@ -1,4 +1,5 @@
-"""The chapter 8 checkers pass correct answers and name typical mistakes."""
+"""The efficient-attention checkers (sec-efficient-attention) pass correct answers and name typical
+mistakes. Every call is seeded."""
 
 from __future__ import annotations
 
@@ -36,9 +37,9 @@ def causal_linear_attention(queries, keys, values, past="inclusive", normaliser=
 
 
 def test_linear_attention_passes(capsys):
-    assert check_linear_attention(linear_attention)
+    assert check_linear_attention(linear_attention, seed=0)
     assert capsys.readouterr().out.startswith("pass: linear_attention matches the reference")
-    assert check_linear_attention(lambda q, k, v: LinearAttention()(q, k, v))
+    assert check_linear_attention(lambda q, k, v: LinearAttention()(q, k, v), seed=0)
     assert capsys.readouterr().out.startswith("pass")
 
 
@@ -61,7 +62,7 @@ def test_linear_attention_hints(capsys):
         (lambda q, k, v: linear_attention(q, k, v) + 0.1, "values differ first at position"),
     ]
     for wrong, hint in cases:
-        assert not check_linear_attention(wrong)
+        assert not check_linear_attention(wrong, seed=0)
         out = capsys.readouterr().out
         assert any(h in out for h in ((hint,) if isinstance(hint, str) else hint)), (hint, out)
 
@@ -71,18 +72,18 @@ def test_linear_attention_in_the_quadratic_order_is_caught(capsys):
         similarity = phi(queries) @ phi(keys).transpose(1, 2)  # (batch, n_q, n_k)
         return similarity / similarity.sum(dim=-1, keepdim=True) @ values
 
-    assert not check_linear_attention(quadratic)
+    assert not check_linear_attention(quadratic, seed=0)
     assert "the values are right, but in the quadratic order" in capsys.readouterr().out
 
 
 def test_causal_linear_attention_passes(capsys):
-    assert check_causal_linear_attention(causal_linear_attention)
+    assert check_causal_linear_attention(causal_linear_attention, seed=0)
     assert capsys.readouterr().out.startswith("pass: causal_linear_attention matches")
 
     def recurrent(queries, keys, values):  # the RNN form, with companion's step
         return LinearAttention().recurrent(queries, keys, values)
 
-    assert check_causal_linear_attention(recurrent)
+    assert check_causal_linear_attention(recurrent, seed=0)
     assert capsys.readouterr().out.startswith("pass")
 
 
@@ -108,21 +109,9 @@ def test_causal_linear_attention_hints(capsys):
         (lambda q, k, v: causal_linear_attention(q, k, v)[:, 1:], "shape: expected"),
     ]
     for wrong, hint in cases:
-        assert not check_causal_linear_attention(wrong)
+        assert not check_causal_linear_attention(wrong, seed=0)
         out = capsys.readouterr().out
         assert hint in out, (hint, out)
-
-
-def test_stubs_report_not_implemented_yet(capsys):
-    def stub(queries, keys, values):
-        raise NotImplementedError()
-
-    assert not check_linear_attention(stub)
-    assert capsys.readouterr().out.startswith("not implemented yet: stub raises")
-    assert not check_causal_linear_attention(stub)
-    assert capsys.readouterr().out.startswith("not implemented yet: stub raises")
-    assert not check_causal_linear_attention(lambda q, k, v: q @ v)
-    assert "error: <lambda> raised RuntimeError" in capsys.readouterr().out
 
 
 # The chapter's variables: a solution that reads them instead of its arguments must fail.
@@ -139,21 +128,21 @@ def test_solutions_hard_wired_to_the_chapter_fail(capsys):
         (check_causal_linear_attention, lambda q, k, v: linear(Q, K, V, causal=True)),
     ]
     for checker, wrong in hard_wired:
-        for _ in range(3):
-            assert not checker(wrong)
+        for seed in range(3):
+            assert not checker(wrong, seed=seed)
             assert "shape: expected" in capsys.readouterr().out
 
 
-def test_shapes_are_fresh_on_every_call_and_all_different():
+def test_shapes_vary_all_differ_and_are_never_the_chapters():
     calls = []
 
     def spy(queries, keys, values):
         calls[-1].append((*queries.shape, keys.shape[1], values.shape[-1]))
         return causal_linear_attention(queries, keys, values)
 
-    for _ in range(4):
+    for seed in range(0, 20, 5):  # seeds 5 apart: no two calls share a trial
         calls.append([])
-        assert check_causal_linear_attention(spy)
+        assert check_causal_linear_attention(spy, seed=seed)
     assert len({tuple(shapes) for shapes in calls}) == len(calls)
     for batch, n, d_k, _, d_v in sum(calls, []):
         assert len({batch, n, d_k, d_v}) == 4 and n not in (6, 8, 9) and 4 not in (d_k, d_v)

@@ -1,4 +1,5 @@
-"""The ViT chapter's checkers pass correct answers and name typical mistakes."""
+"""The Vision Transformer's checkers (sec-vit) pass correct answers and name typical mistakes.
+Every call is seeded."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def cls_attention_map(weights, grid_size):
 
 
 def test_patchify_pass_and_it_is_patch_embedding(capsys):
-    assert check_patchify(patchify)
+    assert check_patchify(patchify, seed=0)
     assert capsys.readouterr().out.startswith("pass: patchify matches the reference")
     layer = PatchEmbedding((6, 9), 3, 5, in_channels=2)
     X = torch.randn(2, 2, 6, 9)
@@ -41,7 +42,7 @@ def test_patchify_other_correct_spellings_pass(capsys):
         return torch.stack(rows, dim=1)
 
     for fn in (by_unfold, by_loops):
-        assert check_patchify(fn)
+        assert check_patchify(fn, seed=0)
         assert capsys.readouterr().out.startswith("pass")
 
 
@@ -62,21 +63,13 @@ def test_patchify_hints(capsys):
         (lambda X, p: patchify(X, p) * 2, "values differ first at position (0, 0, 0)"),
     ]
     for wrong, hint in cases:
-        assert not check_patchify(wrong)
+        assert not check_patchify(wrong, seed=0)
         out = capsys.readouterr().out
         assert hint in out, out
 
 
-def test_patchify_stub(capsys):
-    def patchify(X, patch_size):
-        raise NotImplementedError()
-
-    assert not check_patchify(patchify)
-    assert capsys.readouterr().out.startswith("not implemented yet: patchify")
-
-
 def test_cls_attention_map_pass_and_hints(capsys):
-    assert check_cls_attention_map(cls_attention_map)
+    assert check_cls_attention_map(cls_attention_map, seed=0)
     assert capsys.readouterr().out.startswith("pass: cls_attention_map matches")
 
     def shaped(row, weights, grid_size):
@@ -93,17 +86,9 @@ def test_cls_attention_map_pass_and_hints(capsys):
         (lambda W, g: cls_attention_map(W, g).softmax(-1), "values differ first"),
     ]
     for wrong, hint in cases:
-        assert not check_cls_attention_map(wrong)
+        assert not check_cls_attention_map(wrong, seed=0)
         out = capsys.readouterr().out
         assert hint in out, out
-
-
-def test_cls_attention_map_stub(capsys):
-    def cls_attention_map(weights, grid_size):
-        raise NotImplementedError()
-
-    assert not check_cls_attention_map(cls_attention_map)
-    assert capsys.readouterr().out.startswith("not implemented yet: cls_attention_map")
 
 
 # ----------------------------------------------------------------------------- the chapter's
@@ -118,8 +103,8 @@ def test_a_patchify_hard_wired_to_the_chapter_fails(capsys):
         P = X.reshape(batch, channels, grid, p, grid, p).permute(0, 2, 4, 1, 3, 5)
         return P.reshape(batch, m, channels * p * p)
 
-    for _ in range(3):  # fresh shapes on every call: it fails every time
-        assert not check_patchify(patchify)
+    for seed in range(3):  # other shapes for every seed: it fails every time
+        assert not check_patchify(patchify, seed=seed)
         assert "pass" not in capsys.readouterr().out
 
 
@@ -127,19 +112,19 @@ def test_a_cls_map_hard_wired_to_the_chapter_fails(capsys):
     def cls_attention_map(weights, grid_size):
         return weights[:, :, 0, 1:].reshape(weights.shape[0], heads, grid, grid)
 
-    for _ in range(3):
-        assert not check_cls_attention_map(cls_attention_map)
+    for seed in range(3):
+        assert not check_cls_attention_map(cls_attention_map, seed=seed)
         assert "pass" not in capsys.readouterr().out
 
 
-def test_shapes_are_fresh_on_every_call():
+def test_shapes_vary_and_are_never_the_chapters():
     seen = []
 
     def spy(X, patch_size):
         seen.append((tuple(X.shape), patch_size))
         return patchify(X, patch_size)
 
-    for _ in range(4):
-        check_patchify(spy)
+    for seed in range(4):
+        assert check_patchify(spy, seed=seed)
     assert len(set(seen)) > 1
     assert all(shape[1] > 1 and shape[2] != shape[3] and q != p for shape, q in seen)

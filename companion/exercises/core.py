@@ -5,12 +5,13 @@ reference. It prints ``pass``, or a hint naming the first thing that differs: a 
 a known mistake (wrong softmax axis, a missing scale), or the first differing position.
 Each checker returns ``True`` on a pass, so an instructor can grade with it.
 
-**Fresh inputs on every call.** :func:`check` seeds the generators it hands to ``make_inputs``
-from the operating system (``seed=None``), so each call draws other inputs, and other shapes
-where ``make_inputs`` draws its sizes (:mod:`companion.exercises.sizes`), never the sizes of a
-chapter's own variables. A solution that reads the notebook's variables instead of its
-arguments therefore fails. The global random state is left alone, so a notebook's later
-cells draw what they drew before. ``seed=`` repeats one run exactly, for tests.
+**Fresh inputs on every call.** Every checker takes ``seed: int | None = None``. With
+``None``, what a student gets, :func:`first_seed` draws the seed from the operating system, so
+each call draws other inputs, and other shapes where ``make_inputs`` draws its sizes
+(:mod:`companion.exercises.sizes`), never the sizes of a chapter's own variables. A solution
+that reads the notebook's variables instead of its arguments therefore fails. An integer seed
+repeats one run exactly, for tests. Every generator comes from :func:`seeded_generator`, so
+the global random state is left alone and a notebook's later cells draw what they drew before.
 
 **Several outputs.** A reference may return a tuple of tensors (a decoder step returns its
 logits and its new state); the student's function must then return a tuple of the same length,
@@ -27,6 +28,21 @@ import torch
 
 Inputs = tuple
 Mistake = tuple[Callable[..., torch.Tensor], str]  # (what the mistake computes, its hint)
+ShapeHint = tuple[Callable[..., tuple[int, ...]], str]  # (a wrong shape for these inputs, hint)
+
+EXTRA_TRIALS = 5  # fresh inputs that decide between mistakes which agree on one input
+
+
+def first_seed(seed: int | None) -> int:
+    """The seed of a checker's first trial: ``seed``, or a fresh one from the operating system
+    when ``seed`` is ``None`` (what a student gets: other inputs on every call)."""
+    return secrets.randbits(62) if seed is None else seed
+
+
+def seeded_generator(seed: int) -> torch.Generator:
+    """A generator of its own, seeded with ``seed``: the global random state (the notebook's
+    seeds) is left untouched."""
+    return torch.Generator().manual_seed(seed)
 
 
 def check(
@@ -39,33 +55,35 @@ def check(
     *,
     seed: int | None = None,
     output_names: Sequence[str] = (),
+    shape_hints: Sequence[ShapeHint] = (),
 ) -> bool:
     """Run ``student_fn`` and ``reference_fn`` on ``trials`` random inputs; print the verdict.
 
     ``make_inputs(generator)`` draws one set of inputs; trial ``t`` gets a generator seeded with
-    ``seed + t``, where ``seed`` is drawn from the operating system unless given. Each mistake
-    is ``(function of the inputs, hint)``: when the student's output equals what the function
-    computes, the hint is printed.
+    ``first_seed(seed) + t``. Each mistake is ``(function of the inputs, hint)``: when the
+    student's output equals what the function computes, the hint is printed. Each shape hint is
+    ``(function of the inputs giving a wrong shape, hint)``: a wrong shape that says which axes
+    were mixed up gets its own hint instead of "shape: expected ...".
     """
     name = getattr(student_fn, "__name__", "your function")
-    first_seed = secrets.randbits(62) if seed is None else seed
+    start = first_seed(seed)
     for trial in range(trials):
-        inputs = make_inputs(torch.Generator().manual_seed(first_seed + trial))
+        inputs = make_inputs(seeded_generator(start + trial))
         expected = reference_fn(*inputs)
         got, verdict = run_student(student_fn, *inputs)
         if verdict:
             print(verdict)
             return False
-        hint = _first_difference(got, expected, atol, output_names)
+        hint = _shape_hint(got, inputs, shape_hints) or _first_difference(
+            got, expected, atol, output_names
+        )
         if hint is None:
             continue
-        if isinstance(expected, tuple) or not hint.startswith(("expected a", "shape", "NaN")):
-            suspects = _matching(got, inputs, mistakes, atol)
-            more_inputs = (
-                make_inputs(torch.Generator().manual_seed(first_seed + trials + extra))
-                for extra in range(EXTRA_TRIALS)
-            )
-            hint = _narrow(suspects, student_fn, more_inputs, atol) or hint
+        suspects = _matching(got, inputs, mistakes, atol)
+        more_inputs = (
+            make_inputs(seeded_generator(start + trials + extra)) for extra in range(EXTRA_TRIALS)
+        )
+        hint = _narrow(suspects, student_fn, more_inputs, atol) or hint
         print(f"hint: {hint}")
         return False
     print(f"pass: {name} matches the reference on {trials} random inputs")
@@ -87,7 +105,14 @@ def run_student(student_fn: Callable, *args) -> tuple[Any, str | None]:
     return result, None
 
 
-EXTRA_TRIALS = 5  # fresh inputs that decide between mistakes which agree on one input
+def _shape_hint(got, inputs: Inputs, shape_hints: Sequence[ShapeHint]) -> str | None:
+    """The hint of the first known wrong shape that ``got`` has, else ``None``."""
+    if not isinstance(got, torch.Tensor):
+        return None
+    for wrong_shape, hint in shape_hints:
+        if tuple(got.shape) == tuple(wrong_shape(*inputs)):
+            return hint
+    return None
 
 
 def _matching(got, inputs: Inputs, mistakes: Sequence[Mistake], atol: float) -> list[Mistake]:

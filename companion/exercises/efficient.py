@@ -1,8 +1,8 @@
 """Checkers for sec-efficient-attention, efficient attention: linear attention, plain and causal.
 
-The shapes are drawn afresh on every call, all different from each other (so that a mixed-up
-axis shows as a shape) and never those of the chapter's own tensors, so a solution that reads
-the notebook's variables instead of its arguments fails.
+The shapes are drawn afresh on every call (``seed=`` repeats a run, for tests), all different from
+each other (so that a mixed-up axis shows as a shape) and never those of the chapter's own tensors,
+so a solution that reads the notebook's variables instead of its arguments fails.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from companion.exercises.core import Inputs, check
+from companion.exercises.core import Inputs, check, seeded_generator
 from companion.exercises.sizes import draw
 
 # The chapter's self-attention examples have 6, 8 and 9 steps of width 4.
@@ -79,7 +79,7 @@ def _quadratic_cost(student_fn: Callable[..., torch.Tensor]) -> bool:
     """True when ``student_fn`` gives the right values on a long sequence but its matrix
     products cost O(n^2): it formed the (n, n) matrix phi(Q) phi(K)^T."""
     n, d = 256, 8
-    generator = torch.Generator().manual_seed(99)
+    generator = seeded_generator(99)  # fixed inputs: whether the cost is quadratic is no draw
     queries, keys, values = (torch.randn(1, n, d, generator=generator) for _ in range(3))
     try:
         with torch.no_grad(), FlopCounterMode(display=False) as counter:
@@ -91,7 +91,9 @@ def _quadratic_cost(student_fn: Callable[..., torch.Tensor]) -> bool:
     return right and counter.get_total_flops() > 4 * linear  # n^2 d = 64 x n d^2 here
 
 
-def check_linear_attention(student_fn: Callable[..., torch.Tensor]) -> bool:
+def check_linear_attention(
+    student_fn: Callable[..., torch.Tensor], *, seed: int | None = None
+) -> bool:
     """sec-efficient-attention: ``student_fn(queries, keys, values)`` returns the ``(batch, n_q,
     d_v)`` outputs of linear attention, ``phi(Q) (phi(K)^T V) / (phi(Q) phi(K)^T 1)`` with ``phi(x)
     = elu(x) + 1``, for queries ``(batch, n_q, d_k)``, keys ``(batch, n_k, d_k)`` and values
@@ -130,6 +132,7 @@ def check_linear_attention(student_fn: Callable[..., torch.Tensor]) -> bool:
                 "exp(q^T k / sqrt(d))",
             ),
         ],
+        seed=seed,
     )
 
 
@@ -141,7 +144,9 @@ def _causal_inputs(generator: torch.Generator) -> Inputs:
     return queries, keys, values
 
 
-def check_causal_linear_attention(student_fn: Callable[..., torch.Tensor]) -> bool:
+def check_causal_linear_attention(
+    student_fn: Callable[..., torch.Tensor], *, seed: int | None = None
+) -> bool:
     """sec-efficient-attention: ``student_fn(queries, keys, values)`` returns the ``(batch, n,
     d_v)`` outputs of causal linear attention: output ``i`` is ``phi(q_i)^T S_i / phi(q_i)^T z_i``
     with the running sums ``S_i = sum_{j<=i} phi(k_j) v_j^T`` and ``z_i = sum_{j<=i} phi(k_j)``, for
@@ -175,4 +180,5 @@ def check_causal_linear_attention(student_fn: Callable[..., torch.Tensor]) -> bo
                 "the normaliser is missing: divide by phi(q_i)^T z_i",
             ),
         ],
+        seed=seed,
     )

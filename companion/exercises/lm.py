@@ -7,9 +7,10 @@ Each names the usual mistakes: the token that crosses ``p`` dropped, no sort or 
 the kept logits left in sorted order, 0 instead of ``-inf``; a mask lined up with the first keys
 instead of the last, a masked diagonal, the wrong triangle.
 
-The sizes (and ``p``) are drawn afresh on every call and are never the chapter's own (its
-examples use a vocabulary of 6 tokens and ``p = 0.9``; its cache example has 4 queries after
-6 cached keys), so a solution that reads the notebook's variables instead of its arguments fails.
+The sizes (and ``p``) are drawn afresh on every call (``seed=`` repeats a run, for tests) and are
+never the chapter's own (its examples use a vocabulary of 6 tokens and ``p = 0.9``; its cache
+example has 4 queries after 6 cached keys), so a solution that reads the notebook's variables
+instead of its arguments fails.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from collections.abc import Callable
 
 import torch
 
-from companion.exercises.core import Inputs, check, named_like
+from companion.exercises.adapters import as_bool_mask
+from companion.exercises.core import Inputs, check
 from companion.exercises.sizes import draw
 from companion.sampling import top_p_filter
 
@@ -64,7 +66,9 @@ def _top_p_inputs(generator: torch.Generator) -> Inputs:
     return logits, p if p != CHAPTER_P else 0.8
 
 
-def check_top_p_filter(student_fn: Callable[[torch.Tensor, float], torch.Tensor]) -> bool:
+def check_top_p_filter(
+    student_fn: Callable[[torch.Tensor, float], torch.Tensor], *, seed: int | None = None
+) -> bool:
     """``student_fn(logits, p)`` keeps, in each row of ``logits`` ``(batch, vocab)``, the fewest
     most likely tokens whose probabilities add up to at least ``p``, and sets every other logit
     to ``-inf``; it returns ``(batch, vocab)`` logits in the vocabulary's order."""
@@ -115,6 +119,7 @@ def check_top_p_filter(student_fn: Callable[[torch.Tensor, float], torch.Tensor]
                 "set to -inf",
             ),
         ],
+        seed=seed,
     )
 
 
@@ -136,27 +141,14 @@ def _mask_inputs(generator: torch.Generator) -> Inputs:
     return num_queries, num_keys
 
 
-def _boolean(mask_fn: Callable[[int, int], torch.Tensor]) -> Callable[[int, int], torch.Tensor]:
-    """The student's mask as 0/1 floats, after checking that it is a boolean tensor."""
-
-    def as_numbers(num_queries: int, num_keys: int) -> torch.Tensor:
-        mask = mask_fn(num_queries, num_keys)
-        if isinstance(mask, torch.Tensor) and mask.dtype != torch.bool:
-            raise TypeError(
-                f"expected a boolean mask (True where a query may see a key); got "
-                f"dtype {mask.dtype}"
-            )
-        return mask.float() if isinstance(mask, torch.Tensor) else mask
-
-    return named_like(as_numbers, mask_fn)
-
-
-def check_cached_causal_mask(student_fn: Callable[[int, int], torch.Tensor]) -> bool:
+def check_cached_causal_mask(
+    student_fn: Callable[[int, int], torch.Tensor], *, seed: int | None = None
+) -> bool:
     """``student_fn(num_queries, num_keys)`` returns the ``(num_queries, num_keys)`` boolean
     mask of causal attention when ``num_keys - num_queries`` keys are cached and the queries
     are the newest steps: True where query ``i`` may see key ``j``."""
     return check(
-        _boolean(student_fn),
+        as_bool_mask(student_fn, "a query may see a key"),
         _cached_mask,
         _mask_inputs,
         mistakes=[
@@ -186,4 +178,5 @@ def check_cached_causal_mask(student_fn: Callable[[int, int], torch.Tensor]) -> 
                 "each must not see the steps after its own",
             ),
         ],
+        seed=seed,
     )

@@ -9,19 +9,20 @@ instead of in contiguous blocks, and the heads left in the wrong axis.
 ``check_head_ablation`` checks switching one head off by zeroing the columns of the output
 projection ``W_o`` that read it, and names zeroing its rows instead.
 
-The shapes are drawn afresh on every call and never equal the chapter's own variables
-(``batch, steps, d, h = 2, 5, 12, 3`` and the two heads of 16 features of the digit task), so a
-solution that reads those variables instead of its arguments fails.
+The shapes are drawn afresh on every call (``seed=`` repeats a run, for tests) and never equal the
+chapter's own variables (``batch, steps, d, h = 2, 5, 12, 3`` and the two heads of 16 features of
+the digit task), so a solution that reads those variables instead of its arguments fails.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import torch
 
-from companion.exercises.core import Inputs, check, named_like
-from companion.exercises.sizes import draw, fresh_generator
+from companion.exercises.adapters import on_copies
+from companion.exercises.core import Inputs, check
+from companion.exercises.sizes import draw
 
 # The chapter's own sizes: batch, steps, heads and head size of its split, and its width d.
 CHAPTER_BATCH, CHAPTER_STEPS, CHAPTER_HEADS, CHAPTER_HEAD_SIZE = 2, 5, 3, 4
@@ -58,8 +59,6 @@ POSITIONS_FLATTENED = (
     "each head's positions were flattened together, (batch, heads, n*d/heads): move the heads "
     "behind the positions (swap axes 1 and 2) before the reshape"
 )
-
-ShapeHint = tuple[Callable[..., tuple[int, ...]], str]  # (the wrong shape for these inputs, hint)
 
 
 def _sizes(generator: torch.Generator) -> tuple[int, int, int, int]:
@@ -107,43 +106,9 @@ def _merge_heads(H: torch.Tensor, how: str = "right") -> torch.Tensor:
     return H.transpose(1, 2).reshape(batch, n, h * p)
 
 
-def _shape_hint(
-    student_fn: Callable[..., torch.Tensor],
-    make_inputs: Callable[[torch.Generator], Inputs],
-    shape_hints: Sequence[ShapeHint],
-) -> str | None:
-    """A hint when the answer has a shape that a known mistake produces, else ``None``.
-
-    :func:`companion.exercises.core.check` reports any shape as "expected ..., got ...": right,
-    but here the wrong shape says which axes were mixed up, so it deserves its own hint.
-    """
-    inputs = make_inputs(fresh_generator())
-    try:
-        got = student_fn(*inputs)
-    except Exception:  # stubs and crashes are reported by check()
-        return None
-    if not isinstance(got, torch.Tensor):
-        return None
-    for wrong_shape, hint in shape_hints:
-        if tuple(got.shape) == wrong_shape(*inputs):
-            return hint
-    return None
-
-
-def check_split_heads(student_fn: Callable[..., torch.Tensor]) -> bool:
+def check_split_heads(student_fn: Callable[..., torch.Tensor], *, seed: int | None = None) -> bool:
     """sec-multihead-attention: ``student_fn(X, num_heads)`` splits ``X`` of shape ``(batch, n, d)``
     into ``(batch, heads, n, d / heads)``, head ``i`` taking features ``i*p ... (i+1)*p - 1``."""
-    hint = _shape_hint(
-        student_fn,
-        _split_inputs,
-        [
-            (lambda X, h: (X.shape[0], X.shape[1], h, X.shape[2] // h), SWAPPED_SPLIT),
-            (lambda X, h: (X.shape[0] * h, X.shape[1], X.shape[2] // h), FLAT_SPLIT),
-        ],
-    )
-    if hint:
-        print(f"hint: {hint}")
-        return False
     return check(
         student_fn,
         _split_heads,
@@ -152,24 +117,18 @@ def check_split_heads(student_fn: Callable[..., torch.Tensor]) -> bool:
             (lambda X, h: _split_heads(X, h, "no_transpose"), NO_TRANSPOSE_SPLIT),
             (lambda X, h: _split_heads(X, h, "interleaved"), INTERLEAVED_SPLIT),
         ],
+        seed=seed,
+        shape_hints=[
+            (lambda X, h: (X.shape[0], X.shape[1], h, X.shape[2] // h), SWAPPED_SPLIT),
+            (lambda X, h: (X.shape[0] * h, X.shape[1], X.shape[2] // h), FLAT_SPLIT),
+        ],
     )
 
 
-def check_merge_heads(student_fn: Callable[..., torch.Tensor]) -> bool:
+def check_merge_heads(student_fn: Callable[..., torch.Tensor], *, seed: int | None = None) -> bool:
     """sec-multihead-attention: ``student_fn(H)`` concatenates the heads of ``H`` of shape ``(batch,
     heads, n, p)`` into ``(batch, n, heads * p)``, head ``i`` filling features ``i*p ... (i+1)*p -
     1``: the inverse of the split."""
-    hint = _shape_hint(
-        student_fn,
-        _merge_inputs,
-        [
-            (lambda H: (H.shape[0], H.shape[2], H.shape[1], H.shape[3]), NOT_CONCATENATED),
-            (lambda H: (H.shape[0], H.shape[1], H.shape[2] * H.shape[3]), POSITIONS_FLATTENED),
-        ],
-    )
-    if hint:
-        print(f"hint: {hint}")
-        return False
     return check(
         student_fn,
         _merge_heads,
@@ -177,6 +136,11 @@ def check_merge_heads(student_fn: Callable[..., torch.Tensor]) -> bool:
         mistakes=[
             (lambda H: _merge_heads(H, "no_transpose"), NO_TRANSPOSE_MERGE),
             (lambda H: _merge_heads(H, "interleaved"), INTERLEAVED_MERGE),
+        ],
+        seed=seed,
+        shape_hints=[
+            (lambda H: (H.shape[0], H.shape[2], H.shape[1], H.shape[3]), NOT_CONCATENATED),
+            (lambda H: (H.shape[0], H.shape[1], H.shape[2] * H.shape[3]), POSITIONS_FLATTENED),
         ],
     )
 
@@ -226,17 +190,15 @@ def _ablate(W_o: torch.Tensor, head: int, num_heads: int, how: str = "columns") 
     return ablated
 
 
-def check_head_ablation(student_fn: Callable[..., torch.Tensor]) -> bool:
+def check_head_ablation(
+    student_fn: Callable[..., torch.Tensor], *, seed: int | None = None
+) -> bool:
     """sec-multihead-attention: ``student_fn(W_o, head, num_heads)`` returns a copy of the output
     projection's weight ``W_o`` (``(d, d)``, stored (out, in) as ``nn.Linear`` does) in which head
     ``head`` (counted from 0) no longer contributes: its columns ``head*p ... (head+1)*p - 1`` are
     zero, ``p = d / num_heads``."""
-
-    def on_a_copy(W_o: torch.Tensor, head: int, num_heads: int) -> torch.Tensor:
-        return student_fn(W_o.clone(), head, num_heads)  # the mistakes read the original
-
     return check(
-        named_like(on_a_copy, student_fn),
+        on_copies(student_fn),  # zeroing W_o in place is allowed; the mistakes read the original
         _ablate,
         _ablation_inputs,
         mistakes=[
@@ -247,4 +209,5 @@ def check_head_ablation(student_fn: Callable[..., torch.Tensor]) -> bool:
             (lambda W, i, h: _ablate(W, (i - 1) % h, h), OTHER_HEAD),
             (lambda W, i, h: W, NOTHING_ZEROED),
         ],
+        seed=seed,
     )

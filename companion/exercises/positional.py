@@ -4,9 +4,9 @@ The mistakes they name are the ones people make with the sinusoidal table (sine 
 swapped, a wrong exponent or base, the split layout, positions counted from 1) and with the
 rotation that shifts it (transposed, a wrong sign, the angle without the offset).
 
-The sizes are drawn afresh on every call, and never the chapter's own (width ``d = 32``,
-``n = 60`` positions, offsets of a few hundred), so a solution that reads the notebook's
-variables instead of its arguments fails.
+The sizes are drawn afresh on every call (``seed=`` repeats a run, for tests), and never the
+chapter's own (width ``d = 32``, ``n = 60`` positions, offsets of a few hundred), so a solution that
+reads the notebook's variables instead of its arguments fails.
 """
 
 from __future__ import annotations
@@ -95,7 +95,9 @@ def _reference_encoding(max_len: int, num_hiddens: int) -> torch.Tensor:
     return PositionalEncoding(num_hiddens, 0.0, max_len).P[0]  # (max_len, num_hiddens)
 
 
-def check_sinusoidal_encoding(student_fn: Callable[..., torch.Tensor]) -> bool:
+def check_sinusoidal_encoding(
+    student_fn: Callable[..., torch.Tensor], *, seed: int | None = None
+) -> bool:
     """sec-positional-encoding: ``student_fn(max_len, num_hiddens)`` returns the ``(max_len,
     num_hiddens)`` sinusoidal table ``P`` with ``P[i, 2j] = sin(i / 10000^(2j/d))`` and ``P[i, 2j+1]
     = cos(i / 10000^(2j/d))``, ``d = num_hiddens`` (even), as in
@@ -115,6 +117,7 @@ def check_sinusoidal_encoding(student_fn: Callable[..., torch.Tensor]) -> bool:
             (lambda n, d: _sinusoidal(n, d, swapped=True, split=True), SPLIT_LAYOUT),
             (lambda n, d: _sinusoidal(n, d, first=1), FROM_ONE),
         ],
+        seed=seed,
     )
 
 
@@ -177,7 +180,9 @@ def _rotation_inputs(generator: torch.Generator) -> Inputs:
     return delta, 2 * draw(generator, 2, 8)
 
 
-def check_rotation_matrix(student_fn: Callable[..., torch.Tensor]) -> bool:
+def check_rotation_matrix(
+    student_fn: Callable[..., torch.Tensor], *, seed: int | None = None
+) -> bool:
     """sec-positional-encoding: ``student_fn(delta, num_hiddens)`` returns the ``(d, d)``
     block-diagonal matrix ``M`` with ``p_{i+delta} = M p_i`` for every position ``i``, where ``p_i``
     is row ``i`` of the sinusoidal table as a column vector: block ``j`` (rows and columns ``2j,
@@ -200,4 +205,5 @@ def check_rotation_matrix(student_fn: Callable[..., torch.Tensor]) -> bool:
             (lambda delta, d: _rotation(delta, d, exponent="j/d"), WRONG_FREQUENCY),
             (lambda delta, d: _rotation(delta, d, split=True), SPLIT_BLOCKS),
         ],
+        seed=seed,
     )

@@ -9,20 +9,20 @@
   same draws from the same generator) and then the frequencies of ``<mask>``, a random token
   and the kept token, each within 5 standard deviations of BERT's rule.
 
-Every call draws new sizes, vocabularies and special-token ids, so an answer that uses the
-chapter's own variables instead of its arguments fails.
+Every call draws new sizes, vocabularies and special-token ids (``seed=`` repeats a run, for tests),
+so an answer that uses the chapter's own variables instead of its arguments fails.
 """
 
 from __future__ import annotations
 
 import math
-import secrets
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 
-from companion.exercises.core import Inputs, check, run_student
+from companion.exercises.core import Inputs, check, first_seed, run_student, seeded_generator
+from companion.exercises.sizes import draw
 
 # ----------------------------------------------------------------------------- gather
 
@@ -40,45 +40,21 @@ def _gather_cycled_rows(X: torch.Tensor, pred_positions: torch.Tensor) -> torch.
     return X[rows, pred_positions.reshape(-1)].reshape(batch, preds, -1)
 
 
-def fresh_generator() -> torch.Generator:
-    """Seeded by the operating system: other inputs on every call, global state untouched."""
-    return torch.Generator().manual_seed(secrets.randbits(62))
-
-
-def _randint(generator: torch.Generator, low: int, high: int) -> int:
-    """A random integer in ``[low, high]``."""
-    return int(torch.randint(low, high + 1, (1,), generator=generator))
-
-
 def _gather_inputs(generator: torch.Generator) -> Inputs:
-    batch = _randint(generator, 2, 5)
+    batch = draw(generator, 2, 5)
     # num_preds != batch, so an answer with the two axes swapped has the wrong shape
-    preds, d = batch + _randint(generator, 1, 3), _randint(generator, 3, 9)
-    steps = _randint(generator, preds + 2, 14)
+    preds, d = batch + draw(generator, 1, 3), draw(generator, 3, 9)
+    steps = draw(generator, preds + 2, 14)
     X = torch.randn(batch, steps, d, generator=generator)
     return X, torch.randint(0, steps, (batch, preds), generator=generator)
 
 
 def check_gather_positions(
-    student_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    student_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], *, seed: int | None = None
 ) -> bool:
     """``student_fn(X, pred_positions)`` with ``X`` ``(batch, steps, d)`` and ``pred_positions``
     ``(batch, num_preds)`` returns ``(batch, num_preds, d)``: row ``b``'s outputs at its own
     positions ``pred_positions[b]``."""
-
-    X, pred_positions = _gather_inputs(fresh_generator())
-    try:
-        got = student_fn(X, pred_positions)
-    except Exception:  # check() below reports it
-        got = None
-    batch, preds = pred_positions.shape
-    if isinstance(got, torch.Tensor) and got.shape == (batch, batch, preds, X.shape[-1]):
-        print(
-            "hint: X[:, pred_positions] reads every row's positions from every row, shape "
-            f"{tuple(got.shape)}: pair row b with pred_positions[b] (index the batch axis with a "
-            "(batch, 1) column of row numbers)"
-        )
-        return False
     return check(
         student_fn,
         _gather,
@@ -88,6 +64,15 @@ def check_gather_positions(
                 _gather_cycled_rows,
                 "the rows and the positions are paired wrongly: the row index must repeat each "
                 "row num_preds times (0 0 1 1 ..., repeat_interleave), not cycle (0 1 0 1 ...)",
+            ),
+        ],
+        seed=seed,
+        shape_hints=[
+            (
+                lambda X, positions: (X.shape[0], *positions.shape, X.shape[-1]),
+                "X[:, pred_positions] reads every row's positions from every row, shape "
+                "(batch, batch, num_preds, d): pair row b with pred_positions[b] (index the batch "
+                "axis with a (batch, 1) column of row numbers)",
             ),
         ],
     )
@@ -116,8 +101,8 @@ def _mlm_loss_over_all_slots(logits, labels, weights):
 
 
 def _loss_inputs(generator: torch.Generator) -> Inputs:
-    batch, preds = _randint(generator, 3, 7), _randint(generator, 3, 6)
-    vocab = _randint(generator, 5, 20)
+    batch, preds = draw(generator, 3, 7), draw(generator, 3, 6)
+    vocab = draw(generator, 5, 20)
     logits = 2 * torch.randn(batch, preds, vocab, generator=generator)
     labels = torch.randint(0, vocab, (batch, preds), generator=generator)
     counts = torch.randint(1, preds + 1, (batch,), generator=generator)  # >= 1 real per row
@@ -128,6 +113,8 @@ def _loss_inputs(generator: torch.Generator) -> Inputs:
 
 def check_mlm_loss(
     student_fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
+    *,
+    seed: int | None = None,
 ) -> bool:
     """``student_fn(logits, labels, weights)`` with logits ``(batch, num_preds, vocab)`` and
     labels and weights ``(batch, num_preds)`` returns the scalar mean cross-entropy over the
@@ -153,6 +140,7 @@ def check_mlm_loss(
                 "over the whole batch and divide by weights.sum() once",
             ),
         ],
+        seed=seed,
     )
 
 
@@ -166,7 +154,7 @@ class _Sentence:
 
     def __init__(self, generator: torch.Generator) -> None:
         def randint(low: int, high: int) -> int:
-            return _randint(generator, low, high)
+            return draw(generator, low, high)
 
         self.vocab_size = randint(20, 60)
         cls, sep, mask = torch.randperm(8, generator=generator)[:3].tolist()  # new ids each time
@@ -186,13 +174,12 @@ class _Sentence:
 def _arguments(sentence: _Sentence, seed: int) -> tuple:
     """What the student's function is called with: tokens, special ids, mask id, vocabulary
     size and a generator seeded with ``seed``."""
-    generator = torch.Generator().manual_seed(seed)
     return (
         sentence.tokens.clone(),
         list(sentence.special_ids),
         sentence.mask_id,
         sentence.vocab_size,
-        generator,
+        seeded_generator(seed),
     )
 
 
@@ -257,17 +244,17 @@ def check_mask_sentence(
     in ascending order and the original tokens there.
     """
     name = getattr(student_fn, "__name__", "your function")
-    first_seed = secrets.randbits(60) if seed is None else seed
+    start = first_seed(seed)
     counts = {"mask": 0.0, "kept": 0.0, "other": 0.0}
     expected = dict(counts)
     variance = dict(counts)
     first_positions, samples, early_half = 0, 0, 0
     with torch.random.fork_rng():  # the notebook's global random state is left alone
         for trial in range(trials):
-            sentence = _Sentence(torch.Generator().manual_seed(first_seed + trial))
-            result, verdict = run_student(student_fn, *_arguments(sentence, first_seed + trial))
+            sentence = _Sentence(seeded_generator(start + trial))
+            result, verdict = run_student(student_fn, *_arguments(sentence, start + trial))
             if trial < 5 and not verdict:  # the same generator state must give the same answer
-                again, verdict = run_student(student_fn, *_arguments(sentence, first_seed + trial))
+                again, verdict = run_student(student_fn, *_arguments(sentence, start + trial))
             if verdict:
                 print(verdict)
                 return False

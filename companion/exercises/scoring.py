@@ -20,7 +20,8 @@ from collections.abc import Callable
 import torch
 
 from companion.attention import masked_softmax
-from companion.exercises.core import Inputs, check, named_like
+from companion.exercises.adapters import on_copies
+from companion.exercises.core import Inputs, check
 from companion.exercises.sizes import draw
 
 # The sizes of the chapter's own tensors, which the checkers' inputs never have.
@@ -100,12 +101,6 @@ def _masked_softmax_inputs(generator: torch.Generator) -> Inputs:
     return X, _valid_lens(generator, (batch, queries) if two_d else (batch,), keys)
 
 
-def _cloning(student_fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
-    """Give the student copies, so that an in-place fill cannot change the inputs that the
-    checker then hands to the known mistakes."""
-    return named_like(lambda *inputs: student_fn(*(t.clone() for t in inputs)), student_fn)
-
-
 def check_masked_softmax(
     student_fn: Callable[..., torch.Tensor], *, seed: int | None = None
 ) -> bool:
@@ -114,7 +109,7 @@ def check_masked_softmax(
     ``>= valid_lens``. ``valid_lens`` has shape ``(batch,)`` (one length per batch row) or
     ``(batch, queries)`` (one per query), and is at least 1."""
     return check(
-        _cloning(student_fn),
+        on_copies(student_fn),  # an in-place fill must not change what the mistakes see
         masked_softmax,
         _masked_softmax_inputs,
         mistakes=[
@@ -176,7 +171,7 @@ def check_scaled_dot_product(
         "queries.shape[-1]"
     )
     return check(
-        _cloning(student_fn),
+        on_copies(student_fn),
         _reference_dot_product,
         _dot_product_inputs,
         mistakes=[

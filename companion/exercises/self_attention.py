@@ -12,7 +12,8 @@ from collections.abc import Callable
 
 import torch
 
-from companion.exercises.core import Inputs, check, named_like
+from companion.exercises.adapters import as_bool_mask
+from companion.exercises.core import Inputs, check
 from companion.exercises.sizes import draw
 
 # n, d and d_k = d_v of the worked example; the nodes and the width of the graph example
@@ -146,21 +147,8 @@ def check_graph_attention_mask(
     mask of a directed graph. ``adjacency[i, j] = 1`` when there is an edge from node ``i`` to
     node ``j``; ``mask[j, i]`` is True when node ``j`` (the query) may attend to node ``i`` (a
     key): along an edge into ``j``, or to itself."""
-
-    def as_numbers(mask_fn):  # booleans required; then compared as 0/1
-        def wrapped(adjacency):
-            mask = mask_fn(adjacency)
-            if isinstance(mask, torch.Tensor) and mask.dtype != torch.bool:
-                raise TypeError(
-                    f"the mask must be a bool tensor (True where attention is allowed); "
-                    f"got {mask.dtype}"
-                )
-            return mask.float() if isinstance(mask, torch.Tensor) else mask
-
-        return named_like(wrapped, mask_fn)
-
     return check(
-        as_numbers(student_fn),
+        as_bool_mask(student_fn, "node j may attend to node i"),
         _graph_mask,
         _graph_inputs,
         mistakes=[

@@ -9,7 +9,6 @@ passing by coincidence.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterable
 
 import torch
@@ -22,9 +21,3 @@ def draw(generator: torch.Generator, low: int, high: int, avoid: Iterable[int] =
     if not choices:
         raise ValueError(f"no integer in [{low}, {high}] outside {sorted(avoid)}")
     return choices[int(torch.randint(len(choices), (1,), generator=generator))]
-
-
-def fresh_generator() -> torch.Generator:
-    """A generator seeded by the operating system: other inputs on every call, and the global
-    random state (the notebook's seeds) left untouched."""
-    return torch.Generator().manual_seed(secrets.randbits(63))

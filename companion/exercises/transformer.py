@@ -12,14 +12,14 @@ self-attention with a key-value cache, against companion's ``MultiHeadAttention`
 cached ones projected again, a missing or wrong scale, heads mixed up with positions, and a
 causal mask that hides the cached steps.
 
-The sizes (and the ``<bos>`` id) are drawn afresh on every call and are never the chapter's own
-(its examples have batch 2, 3 to 6 steps, widths 4 and 8, and ``<bos>`` is 1 in its
-vocabularies), so a solution that reads the notebook's variables instead of its arguments fails.
+The sizes (and the ``<bos>`` id) are drawn afresh on every call (``seed=`` repeats a run, for tests)
+and are never the chapter's own (its examples have batch 2, 3 to 6 steps, widths 4 and 8, and
+``<bos>`` is 1 in its vocabularies), so a solution that reads the notebook's variables instead of
+its arguments fails.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -27,7 +27,8 @@ from typing import Any
 import torch
 
 from companion.attention import KVCache, MultiHeadAttention
-from companion.exercises.core import Inputs, check, named_like
+from companion.exercises.adapters import as_bool_mask
+from companion.exercises.core import Inputs, check
 from companion.exercises.sizes import draw
 
 EPS = 1e-5  # nn.LayerNorm's default
@@ -61,26 +62,13 @@ def _mask_inputs(generator: torch.Generator) -> Inputs:
     return (draw(generator, 3, 12, avoid=CHAPTER_STEPS),)  # from 3: tril(1) is not all True
 
 
-def _as_mask(mask_fn: Callable[[int], torch.Tensor]) -> Callable[[int], torch.Tensor]:
-    """The student's mask as 0/1 floats, after checking that it is a boolean tensor."""
-
-    def adapted(num_steps: int) -> torch.Tensor:
-        mask = mask_fn(num_steps)
-        if isinstance(mask, torch.Tensor) and mask.dtype != torch.bool:
-            raise TypeError(
-                f"expected a boolean mask (True where a query may attend to a key); "
-                f"got dtype {mask.dtype}"
-            )
-        return mask.float() if isinstance(mask, torch.Tensor) else mask
-
-    return named_like(adapted, mask_fn)
-
-
-def check_causal_mask(student_fn: Callable[[int], torch.Tensor]) -> bool:
+def check_causal_mask(
+    student_fn: Callable[[int], torch.Tensor], *, seed: int | None = None
+) -> bool:
     """sec-transformer: ``student_fn(num_steps)`` returns the ``(num_steps, num_steps)`` boolean
     mask of causal self-attention, True where query ``i`` may attend to key ``j <= i``."""
     return check(
-        _as_mask(student_fn),
+        as_bool_mask(student_fn, "a query may attend to a key"),
         _causal_mask,
         _mask_inputs,
         mistakes=[
@@ -104,6 +92,7 @@ def check_causal_mask(student_fn: Callable[[int], torch.Tensor]) -> bool:
                 "nothing is masked: query i must not see the keys j > i",
             ),
         ],
+        seed=seed,
     )
 
 
@@ -135,7 +124,9 @@ def _norm_inputs(generator: torch.Generator) -> Inputs:
     return (X * scale + shift * scale,)
 
 
-def check_layer_norm(student_fn: Callable[[torch.Tensor], torch.Tensor]) -> bool:
+def check_layer_norm(
+    student_fn: Callable[[torch.Tensor], torch.Tensor], *, seed: int | None = None
+) -> bool:
     """sec-transformer: ``student_fn(X)`` standardises each position's features of
     ``X`` ``(batch, steps, features)``: ``(x - mean) / sqrt(var + 1e-5)`` with the biased
     variance, as ``nn.LayerNorm`` does before its learned scale and shift."""
@@ -179,6 +170,7 @@ def check_layer_norm(student_fn: Callable[[torch.Tensor], torch.Tensor]) -> bool
             ),
         ],
         atol=1e-4,
+        seed=seed,
     )
 
 
@@ -201,7 +193,9 @@ def _shift_inputs(generator: torch.Generator) -> Inputs:
     return labels, draw(generator, 0, 3, avoid=[CHAPTER_BOS])  # never a label
 
 
-def check_shift_right(student_fn: Callable[[torch.Tensor, int], torch.Tensor]) -> bool:
+def check_shift_right(
+    student_fn: Callable[[torch.Tensor, int], torch.Tensor], *, seed: int | None = None
+) -> bool:
     """sec-transformer: ``student_fn(labels, bos_id)`` returns the decoder input of teacher forcing
     for labels ``(batch, steps)``: ``<bos>`` followed by all but the last label."""
     return check(
@@ -220,6 +214,7 @@ def check_shift_right(student_fn: Callable[[torch.Tensor, int], torch.Tensor]) -
                 "labels[:, :-1]",
             ),
         ],
+        seed=seed,
     )
 
 
@@ -291,20 +286,17 @@ def _kv_sizes(generator: torch.Generator, single_step: bool) -> tuple[int, ...]:
             return batch, new, cached, heads, head_dim
 
 
-def _kv_inputs() -> Callable[[torch.Generator], Inputs]:
-    """Inputs that alternate: one new step (decoding token by token), then several (a prompt)."""
-    calls = itertools.count()
-
-    def make(generator: torch.Generator) -> Inputs:
-        batch, new, cached, heads, head_dim = _kv_sizes(generator, next(calls) % 2 == 0)
-        d = heads * head_dim
-        X = torch.randn(batch, new, d, generator=generator)  # the new steps' inputs
-        cached_keys = torch.randn(batch, heads, cached, head_dim, generator=generator)
-        cached_values = torch.randn(batch, heads, cached, head_dim, generator=generator)
-        W_q, W_k, W_v, W_o = (torch.randn(d, d, generator=generator) / d**0.5 for _ in range(4))
-        return X, cached_keys, cached_values, W_q, W_k, W_v, W_o, heads
-
-    return make
+def _kv_inputs(generator: torch.Generator) -> Inputs:
+    # Trials alternate (their seeds are consecutive): one new step (decoding token by token),
+    # and several (a prompt).
+    single_step = generator.initial_seed() % 2 == 0
+    batch, new, cached, heads, head_dim = _kv_sizes(generator, single_step)
+    d = heads * head_dim
+    X = torch.randn(batch, new, d, generator=generator)  # the new steps' inputs
+    cached_keys = torch.randn(batch, heads, cached, head_dim, generator=generator)
+    cached_values = torch.randn(batch, heads, cached, head_dim, generator=generator)
+    W_q, W_k, W_v, W_o = (torch.randn(d, d, generator=generator) / d**0.5 for _ in range(4))
+    return X, cached_keys, cached_values, W_q, W_k, W_v, W_o, heads
 
 
 def _cached_attention(
@@ -397,7 +389,7 @@ def check_cached_attention(
     return check(
         student_fn,
         _cached_attention,
-        _kv_inputs(),
+        _kv_inputs,
         mistakes=[
             (wrong(append="none"), NOT_APPENDED),
             (wrong(append="only new"), ONLY_NEW),

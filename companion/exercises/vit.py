@@ -12,9 +12,9 @@ out of a ViT block's weights ``(batch, heads, 1 + m, 1 + m)`` as an image ``(bat
 grid_h, grid_w)``. It names the column of ``<cls>`` taken instead of its row, ``<cls>`` kept as
 a key, and the grid filled in column order.
 
-The sizes are drawn afresh on every call and are never the chapter's own (8x8 images of one
-channel, 2x2 patches, a 4x4 grid, 4 heads), and grids are never square, so a solution that reads
-the notebook's variables instead of its arguments fails.
+The sizes are drawn afresh on every call (``seed=`` repeats a run, for tests) and are never the
+chapter's own (8x8 images of one channel, 2x2 patches, a 4x4 grid, 4 heads), and grids are never
+square, so a solution that reads the notebook's variables instead of its arguments fails.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def _patchify_inputs(generator: torch.Generator) -> Inputs:
     return torch.randn(batch, c, grid_h * p, grid_w * p, generator=generator), p
 
 
-def check_patchify(student_fn: Callable[..., torch.Tensor]) -> bool:
+def check_patchify(student_fn: Callable[..., torch.Tensor], *, seed: int | None = None) -> bool:
     """sec-vit: ``student_fn(X, patch_size)`` cuts images ``X`` of shape ``(batch, c, h, w)`` into
     ``m = (h/p)(w/p)`` patches, ``(batch, m, c p^2)``, row by row, each vector ordered (channel,
     row, column): then ``patchify(X, p) @ W.reshape(d, -1).T + b`` is PatchEmbedding."""
@@ -94,6 +94,7 @@ def check_patchify(student_fn: Callable[..., torch.Tensor]) -> bool:
             (lambda X, p: _patchify(X, p, "channels_last"), CHANNELS_LAST),
             (lambda X, p: _patchify(X, p, "transposed"), TRANSPOSED_PATCH),
         ],
+        seed=seed,
     )
 
 
@@ -124,7 +125,9 @@ def _cls_map_inputs(generator: torch.Generator) -> Inputs:
     return scores.softmax(dim=-1), (grid_h, grid_w)
 
 
-def check_cls_attention_map(student_fn: Callable[..., torch.Tensor]) -> bool:
+def check_cls_attention_map(
+    student_fn: Callable[..., torch.Tensor], *, seed: int | None = None
+) -> bool:
     """sec-vit: ``student_fn(weights, grid_size)`` turns one block's attention weights ``(batch,
     heads, 1 + m, 1 + m)`` (``<cls>`` first) into the ``<cls>`` query's weights on the ``m``
     patches, laid out as the image's grid: ``(batch, heads, grid_h, grid_w)``."""
@@ -137,4 +140,5 @@ def check_cls_attention_map(student_fn: Callable[..., torch.Tensor]) -> bool:
             (lambda W, g: _cls_map(W, g, "cls_kept"), CLS_KEPT),
             (lambda W, g: _cls_map(W, g, "column_order"), GRID_COLUMN_ORDER),
         ],
+        seed=seed,
     )
