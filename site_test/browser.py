@@ -64,7 +64,9 @@ _COLLECT_JS = """
                                   + (e.getAttribute('data-mjx-error') || e.textContent)
                                       .trim().slice(0, 120)),
     images: [...document.images].map(i => ({src: i.currentSrc || i.src, complete: i.complete,
-                                            naturalWidth: i.naturalWidth})),
+                                            naturalWidth: i.naturalWidth,
+                                            alt: i.getAttribute('alt') || '',
+                                            figure: (i.closest('figure') || {}).id || ''})),
     links: [...document.querySelectorAll('a[href]')].map(a => ({
         href: a.getAttribute('href'), url: a.href, text: a.textContent.trim().slice(0, 60)})),
     launchLinks: launch.map(a => ({label: a.textContent.trim(), href: a.getAttribute('href')})),

@@ -65,6 +65,17 @@ def test_images_load(page: str, visit: Callable[[str], Visit]) -> None:
     assert not broken, f"images that did not load: {broken}"
 
 
+# Schematic figures are named fig-diagram-...; each must tell a screen reader what it shows.
+DIAGRAM_PREFIX = "fig-diagram-"
+
+
+def test_diagrams_have_alt_text(page: str, visit: Callable[[str], Visit]) -> None:
+    diagrams = [image for image in visit(page).data["images"]
+                if image["figure"].startswith(DIAGRAM_PREFIX)]
+    silent = [image["figure"] for image in diagrams if len(image["alt"].split()) < 5]
+    assert not silent, f"schematic figures without alt text: {silent}"
+
+
 def test_internal_links_resolve(page: str, visit: Callable[[str], Visit],
                                 links: LinkChecker) -> None:
     """Every link into the site (navigation, cross-references, the download button) names a
