@@ -228,7 +228,7 @@ class Tokenizer:
         special_tokens: Iterable[str] = (),
         pattern: str = GPT2_PATTERN,
     ) -> None:
-        self.merges = [tuple(pair) for pair in merges]
+        self.merges: list[Pair] = [(a, b) for a, b in merges]
         self.pattern = pattern
         self.ranks: dict[Pair, int] = {}
         self.vocab: list[bytes] = [bytes([b]) for b in range(256)]  # id -> its bytes

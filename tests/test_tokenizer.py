@@ -15,6 +15,8 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from companion import corpus
+from companion.bench import main as bench_main
 from companion.tokenizer import (
     GPT2_PATTERN,
     Tokenizer,
@@ -276,9 +278,13 @@ def test_training_stops_when_no_pair_is_left():
 
 
 def test_training_is_deterministic_across_processes(tokenizer):
+    """Another process with another hash seed learns the same merges. It loads the module by its
+    path, which needs only the standard library (no torch import), to stay fast."""
     code = (
-        "import sys; from companion.tokenizer import Tokenizer; "
-        "print(Tokenizer.train(sys.stdin.read(), 600, ['<|endoftext|>', '<|pad|>']).merges)"
+        "import importlib.util as u, sys; "
+        f"spec = u.spec_from_file_location('bpe', {inspect.getfile(Tokenizer)!r}); "
+        "bpe = u.module_from_spec(spec); spec.loader.exec_module(bpe); "
+        "print(bpe.Tokenizer.train(sys.stdin.read(), 600, ['<|endoftext|>', '<|pad|>']).merges)"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run(
@@ -328,3 +334,31 @@ def test_bad_input_names_the_argument(tokenizer, tmp_path):
         Tokenizer.load(tmp_path / "x.json")
     with pytest.raises(ValueError, match="text has a lone surrogate at index 1"):
         tokenizer.encode("a\ud800")  # it has no UTF-8 bytes
+
+
+# ----------------------------------------------------------------------------- corpus, benchmark
+
+
+def test_corpus_has_its_four_kinds_and_splits_them_by_lines():
+    texts = {kind: corpus.load(kind) for kind in corpus.KINDS}
+    assert sum("\u4e00" <= c <= "\u9fff" for c in texts["chinese"]) > 1500
+    assert "def " in texts["code"] and "attention" in texts["english"]
+    assert texts["numbers"] == corpus.numbers() != corpus.numbers(seed=1)
+    train, held_out = corpus.split(texts["english"], held_out=0.25)
+    assert train + held_out == texts["english"]
+    assert 0.2 < held_out.count("\n") / texts["english"].count("\n") < 0.3
+    with pytest.raises(ValueError, match="kind must be one of"):
+        corpus.load("french")
+    with pytest.raises(ValueError, match="held_out must be between 0 and 1"):
+        corpus.split("a\nb\n", held_out=1)
+
+
+def test_benchmark_prints_training_time_and_throughput_against_tiktoken(capsys):
+    assert (
+        bench_main(["tokenizer", "--megabytes", "0.02", "--vocab-size", "300", "--repeats", "1"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "training to 300 tokens" in out
+    assert "encoding (identical ids)" in out
+    assert "| tiktoken |" in out and "| companion |" in out

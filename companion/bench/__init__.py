@@ -5,6 +5,8 @@
 - ``train``: seconds to reach each recipe's held-out target (:mod:`companion.bench.train`).
 - ``decode``: milliseconds per generated token with a KV cache, the block-input cache it
   replaced, and no cache (:mod:`companion.bench.decode`).
+- ``tokenizer``: training time of companion's byte-level BPE on about 1 MB, and its encode
+  throughput against tiktoken's with the same merges (:mod:`companion.bench.tokenizer`).
 
 They print measured numbers; no test times anything.
 """
@@ -14,12 +16,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
-from companion.bench import attention, decode, train
+from companion.bench import attention, decode, tokenizer, train
 
 BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
     "attention": attention.main,
     "train": train.main,
     "decode": decode.main,
+    "tokenizer": tokenizer.main,
 }
 DEFAULT = "attention"
 
