@@ -61,6 +61,7 @@ from companion.text import (
     preprocess_nmt,
     tokenize_nmt,
 )
+from companion.tokenizer import Tokenizer
 from companion.train import sequence_loss, train_seq2seq
 from companion.transformer import (
     AddNorm,
@@ -117,6 +118,7 @@ __all__ = [
     "get_tokens_and_segments",
     # data, text and tasks
     "ParallelCorpus",
+    "Tokenizer",
     "Vocab",
     "batches",
     "build_arrays",

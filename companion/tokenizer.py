@@ -191,9 +191,9 @@ def train_merges(
         merges.append(pair)
         changed = set()
         for w in where.pop(pair):
-            if pair not in _pairs(words[w]):
-                continue
             before = _pairs(words[w])
+            if pair not in before:
+                continue  # the word lost the pair to an earlier merge
             words[w] = merge(words[w], pair, new_id)
             after = _pairs(words[w])
             for p in before | after:
