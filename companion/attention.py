@@ -1,5 +1,5 @@
-"""Attention layers: masked softmax, scaled dot-product, additive and multi-head attention, and the
-key-value cache that decoding one token at a time reads from.
+"""Attention layers: masked softmax, scaled dot-product, additive and multi-head attention. The
+key-value cache they read from while decoding is :class:`companion.kv_cache.KVCache`.
 
 Names, signatures and parameter names follow d2l's PyTorch edition, so a d2l ``state_dict``
 loads into these layers. Extensions: ``valid_lens`` is optional everywhere; the dot-product
@@ -44,75 +44,10 @@ from companion.checks import (
     check_attention_inputs,
     check_dropout,
     check_in_features,
+    check_positive,
     check_valid_lens,
 )
-
-
-class KVCache:
-    """What an attention layer keeps between decoding steps (sec-transformer): the keys
-    and values *after* their projections, per head, of every step so far.
-
-    Multi-head attention stores ``keys`` and ``values`` of shape ``(batch, heads, steps,
-    head_dim)``; additive attention stores its projected keys ``W_k k`` and the values,
-    ``(batch, steps, features)``. Decoding step ``t`` then projects only the new step, ``O(d^2)``
-    work, instead of all ``t`` steps again.
-
-    - A self-attention cache (the default) grows: each call writes the new steps after the
-      cached ones, into room allocated ahead and doubled when full, so a step copies only its
-      own keys and values (``torch.cat`` would copy the whole cache, ``O(t)``, at every step).
-      ``keys`` and ``values`` are views of the filled part. The writes are in place: decode
-      under ``torch.no_grad()``, as companion's decoders do.
-    - A cross-attention cache is ``KVCache(static=True)``: the first call fills it with the
-      projected encoder outputs, and every later step of every block reuses them.
-    """
-
-    def __init__(self, *, static: bool = False) -> None:
-        self.static = static
-        self.keys: torch.Tensor | None = None
-        self.values: torch.Tensor | None = None
-        self._room: tuple[torch.Tensor, torch.Tensor] | None = None  # (..., capacity, features)
-
-    def __len__(self) -> int:
-        """The number of cached steps."""
-        return 0 if self.keys is None else self.keys.shape[-2]
-
-    @property
-    def frozen(self) -> bool:
-        """A static cache that has been filled: read it, do not project again."""
-        return self.static and self.keys is not None
-
-    def update(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Write the new steps' projected keys and values after the cached ones; return all the
-        cached ones."""
-        if self.static:  # the encoder outputs' keys and values, kept as they are
-            self.keys, self.values = keys, values
-            return keys, values
-        cached, total = len(self), len(self) + keys.shape[-2]
-        if self._room is None or total > self._room[0].shape[-2]:
-            self._room = self._grow(keys, values, capacity=2 * total)
-        room_keys, room_values = self._room  # (..., capacity, features)
-        room_keys[..., cached:total, :] = keys  # only the new steps are copied
-        room_values[..., cached:total, :] = values
-        self.keys, self.values = room_keys[..., :total, :], room_values[..., :total, :]
-        return self.keys, self.values
-
-    def _grow(
-        self, keys: torch.Tensor, values: torch.Tensor, capacity: int
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Room for ``capacity`` steps, shaped like ``keys`` and ``values``, holding the steps
-        cached so far."""
-        room_keys = keys.new_empty((*keys.shape[:-2], capacity, keys.shape[-1]))
-        room_values = values.new_empty((*values.shape[:-2], capacity, values.shape[-1]))
-        if self.keys is not None:
-            room_keys[..., : len(self), :] = self.keys
-            room_values[..., : len(self), :] = self.values
-        return room_keys, room_values
-
-    def select(self, index: torch.Tensor) -> None:
-        """Keep batch rows ``index`` (beam search: the rows of the beams it keeps)."""
-        if self.keys is not None:
-            self.keys, self.values = self.keys[index], self.values[index]
-            self._room = None  # the next update allocates room again
+from companion.kv_cache import KVCache  # also imported from here by chapters
 
 
 def attention_mask(
@@ -201,8 +136,16 @@ def fused_attention(
 
 
 class KeepsWeights(nn.Module):
-    """``attention_weights``, the same on every attention layer (see the module docstring)."""
+    """The one way every attention layer keeps its weights (see the module docstring).
 
+    A layer with two paths sets ``need_weights``; its explicit path stores the weights in
+    ``_attention_weights`` (its fused path stores ``None``). :func:`record_attention` switches
+    ``need_weights`` on for every ``KeepsWeights`` in a model. A layer with an explicit path
+    only (additive attention) always keeps them. Multi-head attention's weights are those of
+    its inner :class:`DotProductAttention`.
+    """
+
+    need_weights: bool = True  # a layer with a fused path sets its own in __init__
     _attention_weights: torch.Tensor | None = None
 
     @property
@@ -309,7 +252,8 @@ class AdditiveAttention(KeepsWeights):
 
 def _linear(in_features: int | None, out_features: int, bias: bool = False) -> nn.Module:
     """``nn.Linear`` when the input size is known, else d2l's ``nn.LazyLinear`` (the first call
-    fixes it). Either way the parameters are ``weight`` (and ``bias``), as in d2l."""
+    fixes it). Either way the parameters are ``weight`` (and ``bias``), as in d2l. Every layer
+    of companion with an optional input size builds its linear maps with this."""
     if in_features is None:
         return nn.LazyLinear(out_features, bias=bias)
     return nn.Linear(in_features, out_features, bias=bias)
@@ -346,7 +290,8 @@ class MultiHeadAttention(nn.Module):
         need_weights: bool = False,
     ) -> None:
         super().__init__()
-        if num_heads <= 0 or num_hiddens % num_heads:
+        check_positive(num_hiddens=num_hiddens, num_heads=num_heads)
+        if num_hiddens % num_heads:
             raise ValueError(
                 f"num_hiddens ({num_hiddens}) must be divisible by num_heads ({num_heads})"
             )
@@ -359,6 +304,7 @@ class MultiHeadAttention(nn.Module):
 
     @property
     def need_weights(self) -> bool:
+        """The inner :class:`DotProductAttention`'s switch: it computes and keeps the weights."""
         return self.attention.need_weights
 
     @need_weights.setter
@@ -367,6 +313,7 @@ class MultiHeadAttention(nn.Module):
 
     @property
     def attention_weights(self) -> torch.Tensor:
+        """The inner layer's ``(batch, heads, queries, keys)`` weights."""
         return self.attention.attention_weights
 
     def split_heads(self, X: torch.Tensor) -> torch.Tensor:
@@ -412,8 +359,7 @@ def record_attention(model: nn.Module) -> Iterator[nn.Module]:
     layer. Each layer's previous setting is restored on exit. (Additive attention always keeps
     its weights.)
     """
-    # The layers with a path switch of their own (multi-head attention's is its inner layer's)
-    layers = [m for m in model.modules() if "need_weights" in vars(m)]
+    layers = [m for m in model.modules() if isinstance(m, KeepsWeights)]
     before = [layer.need_weights for layer in layers]
     for layer in layers:
         layer.need_weights = True

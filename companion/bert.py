@@ -30,10 +30,13 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from companion.attention import _linear
 from companion.checks import (
     check_positive,
+    check_same_device,
     check_token_ids,
     check_valid_lens,
+    values_checked,
 )
 from companion.transformer import TransformerEncoderBlock
 
@@ -64,12 +67,6 @@ def _embedding(num_embeddings: int, num_hiddens: int) -> nn.Embedding:
     embedding = nn.Embedding(num_embeddings, num_hiddens)
     nn.init.normal_(embedding.weight, std=INIT_STD)
     return embedding
-
-
-def _linear(in_features: int | None, out_features: int) -> nn.Module:
-    return (
-        nn.LazyLinear(out_features) if in_features is None else nn.Linear(in_features, out_features)
-    )
 
 
 class BERTEncoder(nn.Module):
@@ -110,8 +107,19 @@ class BERTEncoder(nn.Module):
     def forward(
         self, tokens: torch.Tensor, segments: torch.Tensor, valid_lens: torch.Tensor | None
     ) -> torch.Tensor:
+        self._check_inputs(tokens, segments)
+        # (batch, steps) -> (batch, steps, num_hiddens)
+        X = self.token_embedding(tokens) + self.segment_embedding(segments)
+        X = X + self.pos_embedding[:, : X.shape[1], :]
+        for blk in self.blks:
+            X = blk(X, valid_lens)  # (batch, steps, num_hiddens)
+        return X
+
+    def _check_inputs(self, tokens: torch.Tensor, segments: torch.Tensor) -> None:
+        """Token ids and segments 0 or 1, of one shape, at most ``max_len`` steps, on the
+        model's device (the blocks check ``valid_lens``)."""
         check_token_ids(tokens, self.token_embedding.num_embeddings, "tokens")
-        check_token_ids(segments, 2, "segments")
+        check_token_ids(segments, 2, "segments", what="segment ids", within="the segments")
         if segments.shape != tokens.shape:
             raise ValueError(
                 f"segments must have the shape of tokens {tuple(tokens.shape)}; "
@@ -120,12 +128,7 @@ class BERTEncoder(nn.Module):
         max_len = self.pos_embedding.shape[1]
         if tokens.shape[1] > max_len:
             raise ValueError(f"tokens has {tokens.shape[1]} steps, more than max_len={max_len}")
-        # (batch, steps) -> (batch, steps, num_hiddens)
-        X = self.token_embedding(tokens) + self.segment_embedding(segments)
-        X = X + self.pos_embedding[:, : X.shape[1], :]
-        for blk in self.blks:
-            X = blk(X, valid_lens)  # (batch, steps, num_hiddens)
-        return X
+        check_same_device(tokens, self.token_embedding.weight, "tokens")
 
 
 class MaskLM(nn.Module):
@@ -144,24 +147,32 @@ class MaskLM(nn.Module):
     def __init__(self, vocab_size: int, num_hiddens: int, *, num_inputs: int | None = None) -> None:
         super().__init__()
         self.mlp = nn.Sequential(
-            _linear(num_inputs, num_hiddens),
+            _linear(num_inputs, num_hiddens, bias=True),
             nn.ReLU(),
             nn.LayerNorm(num_hiddens),
             nn.Linear(num_hiddens, vocab_size),
         )
 
     def forward(self, X: torch.Tensor, pred_positions: torch.Tensor) -> torch.Tensor:
-        if X.dim() != 3:
-            raise ValueError(f"X must be 3-D (batch, steps, num_hiddens); got {tuple(X.shape)}")
-        check_token_ids(pred_positions, X.shape[1], "pred_positions")
-        if pred_positions.shape[0] != X.shape[0]:
-            raise ValueError(
-                f"pred_positions must be (batch={X.shape[0]}, num_preds); "
-                f"got {tuple(pred_positions.shape)}"
-            )
+        _check_mask_lm_inputs(X, pred_positions)
         index = pred_positions[..., None].expand(-1, -1, X.shape[-1])  # (batch, preds, d)
         masked_X = X.gather(1, index)  # (batch, num_preds, num_hiddens): row b, step p[b, j]
         return self.mlp(masked_X)  # (batch, num_preds, vocab_size)
+
+
+def _check_mask_lm_inputs(X: torch.Tensor, pred_positions: torch.Tensor) -> None:
+    """``X`` ``(batch, steps, num_hiddens)``; ``pred_positions`` ``(batch, num_preds)``, each
+    a position in ``[0, steps)``."""
+    if X.dim() != 3:
+        raise ValueError(f"X must be 3-D (batch, steps, num_hiddens); got {tuple(X.shape)}")
+    check_token_ids(
+        pred_positions, X.shape[1], "pred_positions", what="positions", within="the sequence"
+    )
+    if pred_positions.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"pred_positions must be (batch={X.shape[0]}, num_preds); "
+            f"got {tuple(pred_positions.shape)}"
+        )
 
 
 class NextSentencePred(nn.Module):
@@ -172,7 +183,7 @@ class NextSentencePred(nn.Module):
 
     def __init__(self, *, num_inputs: int | None = None) -> None:
         super().__init__()
-        self.output = _linear(num_inputs, 2)
+        self.output = _linear(num_inputs, 2, bias=True)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         if X.dim() != 2:
@@ -264,10 +275,21 @@ class BERTClassifier(nn.Module):
         else:
             real = torch.ones_like(encoded_X[..., :1])  # (batch, steps, 1)
             if valid_lens is not None:  # 1 at the real positions, 0 at the padding
+                _check_mean_pooling(valid_lens)
                 steps = torch.arange(tokens.shape[1], device=tokens.device)
                 real = (steps < valid_lens[:, None]).unsqueeze(-1).to(real.dtype)
-            summary = (encoded_X * real).sum(dim=1) / real.sum(dim=1)  # (batch, num_hiddens)
+            count = real.sum(dim=1).clamp(min=1)  # (batch, 1); never 0 (checked on the CPU)
+            summary = (encoded_X * real).sum(dim=1) / count  # (batch, num_hiddens)
         return self.output(self.hidden(summary))  # (batch, num_classes)
+
+
+def _check_mean_pooling(valid_lens: torch.Tensor) -> None:
+    """A mean needs a real position in every row: ``valid_lens >= 1``."""
+    if values_checked(valid_lens) and valid_lens.numel() and int(valid_lens.min()) < 1:
+        raise ValueError(
+            "valid_lens must be >= 1 with pooling='mean': a row with no real position has "
+            f"no mean; got {valid_lens.tolist()}"
+        )
 
 
 class MaskedTokens(NamedTuple):
@@ -288,7 +310,7 @@ def _check_masking_arguments(
     rule: Sequence[float],
 ) -> None:
     check_token_ids(tokens, vocab_size, "tokens")
-    check_valid_lens(valid_lens, tokens.shape[0], tokens.shape[1], tokens.shape[1])
+    check_valid_lens(valid_lens, tokens.shape[0], tokens.shape[1], tokens.shape[1], axis="steps")
     if not 0 <= mask_id < vocab_size:
         raise ValueError(f"mask_id must be in [0, vocab_size={vocab_size}); got {mask_id}")
     if not 0 < mask_prob < 1:

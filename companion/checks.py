@@ -42,22 +42,48 @@ def check_positive(**sizes: int) -> None:
             raise ValueError(f"{name} must be a positive integer; got {size!r}")
 
 
-def check_token_ids(X: torch.Tensor, vocab_size: int, name: str = "X") -> torch.Tensor:
-    """``X`` must be a ``(batch, num_steps)`` integer tensor of ids in ``[0, vocab_size)``."""
+def check_token_ids(
+    X: torch.Tensor,
+    vocab_size: int,
+    name: str = "X",
+    *,
+    what: str = "token ids",
+    within: str = "the vocabulary",
+) -> torch.Tensor:
+    """``X`` must be a ``(batch, num_steps)`` integer tensor of ids in ``[0, vocab_size)``.
+
+    ``what`` and ``within`` name the ids and their range in the message, e.g.
+    ``check_token_ids(pred_positions, steps, "pred_positions", what="positions",
+    within="the sequence")``."""
     if not isinstance(X, torch.Tensor):
-        raise ValueError(f"{name} must be a tensor of token ids; got {type(X).__name__}")
+        raise ValueError(f"{name} must be a tensor of {what}; got {type(X).__name__}")
     if X.dim() != 2:
         raise ValueError(f"{name} must be 2-D (batch, num_steps); got shape {tuple(X.shape)}")
     if X.dtype.is_floating_point or X.dtype.is_complex or X.dtype == torch.bool:
-        raise ValueError(f"{name} must hold integer token ids (torch.long); got {X.dtype}")
+        raise ValueError(f"{name} must hold integer {what} (torch.long); got {X.dtype}")
     if X.numel() and values_checked(X):
         low, high = X.min().item(), X.max().item()
         if low < 0 or high >= vocab_size:
             raise ValueError(
-                f"{name} holds token ids from {low} to {high}, outside the vocabulary "
-                f"[0, {vocab_size})"
+                f"{name} holds {what} from {low} to {high}, outside {within} [0, {vocab_size})"
             )
     return X
+
+
+def check_steps(X: torch.Tensor, name: str = "X") -> None:
+    """``X`` must hold at least one step on axis 1: an empty sequence has nothing to attend to
+    or to continue."""
+    if X.shape[1] < 1:
+        raise ValueError(f"{name} must hold at least one step; got shape {tuple(X.shape)}")
+
+
+def check_same_device(X: torch.Tensor, parameter: torch.Tensor, name: str = "X") -> None:
+    """``X`` must be on the device of the layer's ``parameter``; say how to move one of them."""
+    if X.device != parameter.device:
+        raise ValueError(
+            f"{name} is on {X.device} but the layer's weights are on {parameter.device}: move "
+            f"the input with .to('{parameter.device}') or the model with .to('{X.device}')"
+        )
 
 
 def check_hiddens(X: torch.Tensor, num_hiddens: int, name: str = "X") -> None:
@@ -74,19 +100,42 @@ def describe_shapes(**tensors: torch.Tensor) -> str:
     return ", ".join(f"{name} {tuple(t.shape)}" for name, t in tensors.items())
 
 
-def check_in_features(**inputs: tuple[nn.Linear, torch.Tensor]) -> None:
-    """Each input must have the feature size its linear layer takes, e.g.
-    ``check_in_features(queries=(self.W_q, queries))``. A lazy layer not yet materialised takes
-    any size (its first call fixes it)."""
+def check_in_features(**inputs: tuple[nn.Module, torch.Tensor]) -> None:
+    """Each input must have the feature size, the dtype and the device its linear layer takes,
+    e.g. ``check_in_features(queries=(self.W_q, queries))``. A lazy layer not yet materialised
+    takes any size (its first call fixes it); under autocast any floating dtype goes."""
     for name, (layer, X) in inputs.items():
-        if isinstance(layer.weight, UninitializedParameter):
+        weight = layer.weight
+        if isinstance(weight, UninitializedParameter):
             continue
-        in_features = layer.weight.shape[-1]  # in_features stays 0 when a lazy layer is loaded
+        in_features = weight.shape[-1]  # in_features stays 0 when a lazy layer is loaded
         if X.shape[-1] != in_features:
             raise ValueError(
                 f"{name} must have {in_features} features, the input size of this layer; "
                 f"got shape {tuple(X.shape)}"
             )
+        check_like_weights(X, weight, name)
+
+
+def check_like_weights(X: torch.Tensor, weight: torch.Tensor, name: str = "X") -> None:
+    """``X`` must be floating point, with the dtype of the layer's ``weight`` (any floating
+    dtype under autocast, which casts it), and on its device."""
+    if not X.dtype.is_floating_point:
+        raise ValueError(f"{name} must be floating point, like the layer; got {X.dtype}")
+    if X.dtype != weight.dtype and not _autocasting(X):
+        raise ValueError(
+            f"{name} must have the layer's dtype {weight.dtype}; got {X.dtype} (convert "
+            f"the input with .to({weight.dtype}), or the model with .to({X.dtype}))"
+        )
+    check_same_device(X, weight, name)
+
+
+def _autocasting(X: torch.Tensor) -> bool:
+    """Whether autocast is on for the device of ``X`` (then it casts inputs to the weights)."""
+    try:
+        return torch.is_autocast_enabled(X.device.type)
+    except TypeError:  # torch < 2.4 takes no device type
+        return torch.is_autocast_enabled()
 
 
 def check_attention_inputs(
@@ -120,6 +169,8 @@ def check_attention_inputs(
             "keys and values must have as many heads as the queries, or 1 head that every "
             "query head shares"
         )
+    elif queries.shape[-2] < 1 or keys.shape[-2] < 1:
+        problem = "queries and keys must hold at least one step each"
     if problem:  # the shapes are described only when they are wrong: this runs at every step
         raise ValueError(
             f"{problem}; got {describe_shapes(queries=queries, keys=keys, values=values)}"
@@ -129,15 +180,31 @@ def check_attention_inputs(
             "queries and keys must have the same feature size d_k to take dot products; "
             f"got {describe_shapes(queries=queries, keys=keys)}"
         )
+    if not (queries.dtype == keys.dtype == values.dtype) or not (
+        queries.device == keys.device == values.device
+    ):
+        raise ValueError(
+            "queries, keys and values must have one dtype and one device; got "
+            + ", ".join(
+                f"{name} {t.dtype} on {t.device}"
+                for name, t in (("queries", queries), ("keys", keys), ("values", values))
+            )
+        )
     if valid_lens is not None:
         check_valid_lens(valid_lens, queries.shape[0], queries.shape[-2], keys.shape[-2])
 
 
 def check_valid_lens(
-    valid_lens: torch.Tensor, batch_size: int, num_queries: int, num_keys: int
+    valid_lens: torch.Tensor,
+    batch_size: int,
+    num_queries: int,
+    num_keys: int,
+    *,
+    axis: str = "keys",
 ) -> None:
     """``valid_lens``: integers of shape ``(batch,)`` or ``(batch, queries)``, in
-    ``[0, num_keys]`` (the values are read on the CPU only; see the module docstring)."""
+    ``[0, num_keys]`` (the values are read on the CPU only; see the module docstring). ``axis``
+    names what ``num_keys`` counts in the message."""
     if not isinstance(valid_lens, torch.Tensor):
         raise ValueError(
             f"valid_lens must be a tensor of integers; got {type(valid_lens).__name__}"
@@ -158,4 +225,4 @@ def check_valid_lens(
         if low < 0:
             raise ValueError(f"valid_lens must be >= 0; got {low}")
         if high > num_keys:
-            raise ValueError(f"valid_lens must be <= the number of keys ({num_keys}); got {high}")
+            raise ValueError(f"valid_lens must be <= the number of {axis} ({num_keys}); got {high}")

@@ -38,6 +38,7 @@ from torch import nn
 
 from companion.attention import record_attention
 from companion.checks import check_positive
+from companion.train import eval_mode
 
 State = Any  # whatever a decoder's init_state returns: tensors in tuples, lists or dicts
 EOS_CHECK_EVERY = 8  # steps between the (syncing) checks for the end on an accelerator
@@ -106,32 +107,45 @@ def _reorder_state(decoder: nn.Module, state: State, index: torch.Tensor, rows: 
 @contextmanager
 def _inference(model: nn.Module, save_attention_weights: bool) -> Iterator[None]:
     """Eval mode and no gradients; the attention layers on their explicit path if asked."""
-    was_training = model.training
-    model.eval()
-    try:
-        keep = record_attention(model) if save_attention_weights else nullcontext()
-        with torch.no_grad(), keep:
-            yield
-    finally:
-        model.train(was_training)
+    keep = record_attention(model) if save_attention_weights else nullcontext()
+    with eval_mode(model), torch.no_grad(), keep:
+        yield
 
 
 def _check_decode_args(
-    src: torch.Tensor, src_valid_len: torch.Tensor | None, num_steps: int, **ids: int
+    decoder: nn.Module,
+    src: torch.Tensor,
+    src_valid_len: torch.Tensor | None,
+    num_steps: int,
+    **ids: int,
 ) -> None:
     if not isinstance(src, torch.Tensor) or src.dim() != 2:
         raise ValueError(f"src must be a 2-D (batch, num_steps) tensor; got {src!r:.80}")
     if src_valid_len is not None and (
         not isinstance(src_valid_len, torch.Tensor) or tuple(src_valid_len.shape) != (src.shape[0],)
     ):
+        got = (
+            f"shape {tuple(src_valid_len.shape)}"
+            if isinstance(src_valid_len, torch.Tensor)
+            else f"a {type(src_valid_len).__name__}"
+        )
         raise ValueError(
-            f"src_valid_len must have shape (batch,) = ({src.shape[0]},); "
-            f"got {tuple(src_valid_len.shape)}"
+            f"src_valid_len must be a tensor of shape (batch,) = ({src.shape[0]},); got {got}"
         )
     check_positive(num_steps=num_steps)
+    vocab_size = _vocab_size(decoder)
     for name, token in ids.items():
         if isinstance(token, bool) or not isinstance(token, int) or token < 0:
             raise ValueError(f"{name} must be a token id (an int >= 0); got {token!r}")
+        if vocab_size is not None and token >= vocab_size:
+            raise ValueError(f"{name} {token} is outside the vocabulary [0, {vocab_size})")
+
+
+def _vocab_size(decoder: nn.Module) -> int | None:
+    """The decoder's vocabulary size, from its token embedding (``None`` if it has none: a
+    decoder of another design is checked after its first step)."""
+    embedding = getattr(decoder, "embedding", None)
+    return embedding.num_embeddings if isinstance(embedding, nn.Embedding) else None
 
 
 def _step_log_probs(model: nn.Module, last: torch.Tensor, state: State, eos_id: int | None):
@@ -204,7 +218,7 @@ def greedy_decode(
     Decodes at most ``num_steps`` tokens per example, stops an example at its ``<eos>`` and
     the batch when all have stopped. See :class:`Decoded` for what comes back.
     """
-    _check_decode_args(src, src_valid_len, num_steps, bos_id=bos_id, eos_id=eos_id)
+    _check_decode_args(model.decoder, src, src_valid_len, num_steps, bos_id=bos_id, eos_id=eos_id)
     bos = torch.full((src.shape[0],), bos_id, dtype=torch.long, device=src.device)
     tokens, log_probs, weights = decode_steps(
         model, src, src_valid_len, bos, num_steps, eos_id, None, save_attention_weights
@@ -233,7 +247,7 @@ def beam_search(
     attention weights of the best sequences come from decoding them once more, so they have
     the layout that :func:`greedy_decode` gives. Arguments as :func:`greedy_decode`.
     """
-    _check_decode_args(src, src_valid_len, num_steps, bos_id=bos_id, eos_id=eos_id)
+    _check_decode_args(model.decoder, src, src_valid_len, num_steps, bos_id=bos_id, eos_id=eos_id)
     if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
         raise ValueError(f"beam_size must be a positive integer; got {beam_size!r}")
     if not length_penalty >= 0:

@@ -2,9 +2,9 @@
 its time-to-quality recipe.
 
 :class:`GPT` is a stack of the Vision Transformer's pre-norm blocks
-(:class:`companion.vit.ViTBlock`) called with ``causal=True``: the causal mask is the only
-change from an encoder. Each position predicts the next token, so one forward pass over a
-sentence gives a loss at every position.
+(:class:`companion.transformer.PreNormBlock`, d2l's ``ViTBlock``) called with ``causal=True``:
+the causal mask is the only change from an encoder. Each position predicts the next token, so
+one forward pass over a sentence gives a loss at every position.
 
 Two choices, made here and explained in the chapter:
 
@@ -17,7 +17,7 @@ Two choices, made here and explained in the chapter:
   ``tie_weights=False`` gives a separate output matrix.
 
 :meth:`GPT.generate` samples with :func:`companion.sampling.sample_next` and, by default,
-reads the keys and values of earlier positions from a :class:`companion.attention.KVCache`
+reads the keys and values of earlier positions from a :class:`companion.kv_cache.KVCache`
 per block, so each new token costs one position's work; ``use_cache=False`` re-runs the whole
 prefix at every step, for comparison. Both give the same tokens.
 """
@@ -31,18 +31,24 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from companion.attention import KVCache
-from companion.checks import check_dropout, check_positive, check_token_ids
+from companion.checks import (
+    check_dropout,
+    check_positive,
+    check_same_device,
+    check_steps,
+    check_token_ids,
+)
 from companion.device import get_device
-from companion.sampling import sample_next
+from companion.kv_cache import KVCache
+from companion.sampling import check_sampling_arguments, sample_next
 from companion.tasks.language import (
     invented_sentences,
     invented_words,
     sentence_log_prob,
 )
 from companion.text import Vocab, batches
-from companion.train import fit, sequence_loss
-from companion.vit import ViTBlock
+from companion.train import eval_mode, fit, sequence_loss
+from companion.transformer import PreNormBlock
 
 
 class GPT(nn.Module):
@@ -53,11 +59,12 @@ class GPT(nn.Module):
     ``X`` of shape ``(batch, steps)`` holds token ids; the output holds ``(batch, steps,
     vocab_size)`` logits, where row ``t`` scores the token after ``X[:, :t + 1]``. ``E`` is the
     ``(vocab_size, num_hiddens)`` token embedding, ``P`` the learned positions (``max_len``
-    rows), each block a pre-norm :class:`~companion.vit.ViTBlock` with a causal mask.
-    ``caches`` (one :class:`~companion.attention.KVCache` per block) make the call continue
-    the sequence they hold: positions start at the cached length. ``causal=False`` drops the
-    mask and turns the model into an encoder, which next-token training cannot use: each
-    position would see the token it must predict.
+    rows), each block a :class:`~companion.transformer.PreNormBlock` with a causal mask.
+    ``caches`` (one :class:`~companion.kv_cache.KVCache` per block, each its own) make the call
+    continue the sequence they hold: positions start at the cached length. Decode with caches
+    under ``torch.no_grad()``, as :meth:`generate` does: a cache writes in place.
+    ``causal=False`` drops the mask and turns the model into an encoder, which next-token
+    training cannot use: each position would see the token it must predict.
     """
 
     def __init__(
@@ -81,7 +88,7 @@ class GPT(nn.Module):
         self.pos_embedding = nn.Embedding(max_len, num_hiddens)  # P, learned
         self.dropout = nn.Dropout(check_dropout(dropout))
         self.blks = nn.ModuleList(
-            ViTBlock(num_hiddens, num_hiddens, mlp_num_hiddens, num_heads, dropout, use_bias)
+            PreNormBlock(num_hiddens, num_hiddens, mlp_num_hiddens, num_heads, dropout, use_bias)
             for _ in range(num_blks)
         )
         self.ln = nn.LayerNorm(num_hiddens)  # the pre-norm stack's final normalization
@@ -90,17 +97,8 @@ class GPT(nn.Module):
             nn.init.normal_(embedding.weight, std=0.02)  # GPT-2's initialisation
 
     def forward(self, X: torch.Tensor, caches: Sequence[KVCache] | None = None) -> torch.Tensor:
-        check_token_ids(X, self.token_embedding.num_embeddings)
-        if caches is not None and len(caches) != len(self.blks):
-            raise ValueError(
-                f"caches must hold one KVCache per block ({len(self.blks)}); got {len(caches)}"
-            )
+        self._check_inputs(X, caches)
         start = len(caches[0]) if caches is not None else 0  # positions already cached
-        if start + X.shape[1] > self.max_len:
-            raise ValueError(
-                f"X of shape {tuple(X.shape)} after {start} cached steps needs "
-                f"{start + X.shape[1]} positions; max_len is {self.max_len}"
-            )
         positions = torch.arange(start, start + X.shape[1], device=X.device)  # (steps,)
         H = self.dropout(self.token_embedding(X) + self.pos_embedding(positions))
         for blk, cache in zip(self.blks, caches or [None] * len(self.blks)):
@@ -109,6 +107,49 @@ class GPT(nn.Module):
         if self.head is None:  # tied: score each token by its own embedding
             return F.linear(H, self.token_embedding.weight)  # (batch, steps, vocab_size)
         return self.head(H)
+
+    def _check_inputs(
+        self, X: torch.Tensor, caches: Sequence[KVCache] | None, name: str = "X"
+    ) -> None:
+        """``X``: token ids on the model's device, at least one step; ``caches``: one growing
+        :class:`KVCache` per block, distinct, holding as many steps each; the positions of the
+        cached and the new steps within ``max_len``."""
+        check_token_ids(X, self.token_embedding.num_embeddings, name)
+        check_steps(X, name)
+        check_same_device(X, self.token_embedding.weight, name)
+        start = 0
+        if caches is not None:
+            num_blks = len(self.blks)
+            if not (
+                isinstance(caches, Sequence)
+                and len(caches) == num_blks
+                and all(isinstance(cache, KVCache) and not cache.static for cache in caches)
+            ):
+                got = (
+                    f"{len(caches)} ({', '.join(type(c).__name__ for c in caches)})"
+                    if isinstance(caches, Sequence)
+                    else type(caches).__name__
+                )
+                raise ValueError(
+                    f"caches must hold one growing KVCache per block ({num_blks}); got {got}"
+                )
+            if len({id(cache) for cache in caches}) < num_blks:
+                raise ValueError(
+                    "caches must be distinct KVCache objects, one per block, as "
+                    "[KVCache() for _ in model.blks] builds them; got one shared by several "
+                    "blocks ([KVCache()] * num_blks), which would mix their keys and values"
+                )
+            if len({len(cache) for cache in caches}) > 1:
+                raise ValueError(
+                    "caches must hold as many steps each; got "
+                    f"{[len(cache) for cache in caches]}"
+                )
+            start = len(caches[0])
+        if start + X.shape[1] > self.max_len:
+            raise ValueError(
+                f"{name} of shape {tuple(X.shape)} after {start} cached steps needs "
+                f"{start + X.shape[1]} positions; max_len is {self.max_len}"
+            )
 
     @torch.no_grad()
     def generate(
@@ -128,23 +169,22 @@ class GPT(nn.Module):
         newest token (earlier keys and values come from the caches); without it each step
         feeds the whole sequence so far."""
         check_positive(max_new_tokens=max_new_tokens)
-        check_token_ids(prompt, self.token_embedding.num_embeddings, name="prompt")
+        self._check_inputs(prompt, None, name="prompt")
         if prompt.shape[1] + max_new_tokens - 1 > self.max_len:
             raise ValueError(
                 f"a prompt of {prompt.shape[1]} steps and max_new_tokens="
                 f"{max_new_tokens} need {prompt.shape[1] + max_new_tokens - 1} "
                 f"positions; max_len is {self.max_len}"
             )
-        was_training = self.training
-        self.eval()
+        check_sampling_arguments(temperature, top_k, top_p)  # before any step runs
         caches = [KVCache() for _ in self.blks] if use_cache else None
         tokens = inputs = prompt
-        for _ in range(max_new_tokens):
-            logits = self(inputs, caches)[:, -1]  # (batch, vocab_size): the next token
-            next_token = sample_next(logits, temperature, top_k, top_p, generator)  # (batch,)
-            tokens = torch.cat((tokens, next_token[:, None]), dim=1)
-            inputs = next_token[:, None] if use_cache else tokens
-        self.train(was_training)
+        with eval_mode(self):  # then back in the mode it had, even if a step raises
+            for _ in range(max_new_tokens):
+                logits = self(inputs, caches)[:, -1]  # (batch, vocab_size): the next token
+                next_token = sample_next(logits, temperature, top_k, top_p, generator)  # (batch,)
+                tokens = torch.cat((tokens, next_token[:, None]), dim=1)
+                inputs = next_token[:, None] if use_cache else tokens
         return tokens
 
 
@@ -211,17 +251,15 @@ def cross_entropy_per_token(
     """Summed cross-entropy over every label that is not padding, divided by their number:
     nats per token, directly comparable with :func:`language_entropy`'s ``per_token``."""
     device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
     total, count = torch.zeros((), device=device), 0
-    for inputs, labels in batches(arrays, batch_size, shuffle=False):
-        logits = model(inputs.to(device))  # (batch, steps, vocab)
-        labels = labels.to(device)
-        total += F.cross_entropy(
-            logits.transpose(1, 2), labels, ignore_index=PAD_INDEX, reduction="sum"
-        )
-        count += int((labels != PAD_INDEX).sum())
-    model.train(was_training)
+    with eval_mode(model):
+        for inputs, labels in batches(arrays, batch_size, shuffle=False):
+            logits = model(inputs.to(device))  # (batch, steps, vocab)
+            labels = labels.to(device)
+            total += F.cross_entropy(
+                logits.transpose(1, 2), labels, ignore_index=PAD_INDEX, reduction="sum"
+            )
+            count += int((labels != PAD_INDEX).sum())
     return total.item() / count
 
 

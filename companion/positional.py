@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from companion.checks import check_dropout
+from companion.checks import check_dropout, check_positive
 
 
 class PositionalEncoding(nn.Module):
@@ -29,8 +29,7 @@ class PositionalEncoding(nn.Module):
 
     def __init__(self, num_hiddens: int, dropout: float, max_len: int = 1000) -> None:
         super().__init__()
-        if num_hiddens < 1 or max_len < 1:
-            raise ValueError(f"num_hiddens and max_len must be >= 1; got {num_hiddens}, {max_len}")
+        check_positive(num_hiddens=num_hiddens, max_len=max_len)
         self.dropout = nn.Dropout(check_dropout(dropout))
         # The angles i / 10000^{2j/d}, computed exactly as d2l does: (max_len, ceil(d / 2))
         angles = torch.arange(max_len, dtype=torch.float32).reshape(-1, 1) / torch.pow(
@@ -48,6 +47,8 @@ class PositionalEncoding(nn.Module):
             raise ValueError(
                 f"X must have shape (batch, steps, num_hiddens={num_hiddens}); got {tuple(X.shape)}"
             )
+        if isinstance(offset, bool) or not isinstance(offset, int):
+            raise ValueError(f"offset must be an int, the first step's position; got {offset!r}")
         if offset < 0 or offset + X.shape[1] > max_len:
             raise ValueError(
                 f"X has {X.shape[1]} steps from offset {offset}, positions {offset}.."

@@ -30,6 +30,8 @@ import math
 
 import torch
 
+from companion.checks import values_checked
+
 
 def _check_logits(logits: torch.Tensor) -> None:
     if not isinstance(logits, torch.Tensor) or logits.dim() != 2:
@@ -39,9 +41,23 @@ def _check_logits(logits: torch.Tensor) -> None:
         raise ValueError(f"logits must be floating point; got {logits.dtype}")
 
 
+def _check_finite(logits: torch.Tensor) -> None:
+    """Each row needs a finite maximum, and no NaN (read on the CPU only, see checks)."""
+    if logits.numel() and values_checked(logits):
+        row_max = logits.max(dim=-1).values  # NaN if the row holds one
+        if not torch.isfinite(row_max).all():
+            bad = int((~torch.isfinite(row_max)).nonzero()[0, 0])
+            raise ValueError(
+                "logits must be finite in each row (-inf only for tokens ruled out), with no "
+                f"NaN; row {bad} holds {logits[bad].tolist()[:8]}..."
+            )
+
+
 def _check_temperature(temperature: float, *, allow_zero: bool) -> None:
+    if isinstance(temperature, bool) or not isinstance(temperature, int | float):
+        raise ValueError(f"temperature must be a number; got {temperature!r}")
     low_ok = temperature >= 0 if allow_zero else temperature > 0
-    if isinstance(temperature, bool) or not (low_ok and temperature < math.inf):
+    if not (low_ok and temperature < math.inf):
         wanted = ">= 0" if allow_zero else "> 0 (0 means greedy: see sample_next)"
         raise ValueError(f"temperature must be finite and {wanted}; got {temperature!r}")
 
@@ -54,6 +70,18 @@ def _check_top_k(k: int) -> None:
 def _check_top_p(p: float) -> None:
     if isinstance(p, bool) or not isinstance(p, int | float) or not (0 < p <= 1):
         raise ValueError(f"top_p must be a number in (0, 1]; got {p!r}")
+
+
+def check_sampling_arguments(
+    temperature: float, top_k: int | None = None, top_p: float | None = None
+) -> None:
+    """The arguments of :func:`sample_next`, checked at once: ``temperature`` a finite number
+    ``>= 0``, ``top_k`` an integer ``>= 1`` and ``top_p`` in ``(0, 1]``, or ``None``."""
+    _check_temperature(temperature, allow_zero=True)
+    if top_k is not None:
+        _check_top_k(top_k)
+    if top_p is not None:
+        _check_top_p(top_p)
 
 
 def apply_temperature(logits: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -109,14 +137,13 @@ def sample_next(
     on the logits' device.
     """
     _check_logits(logits)
-    _check_temperature(temperature, allow_zero=True)
-    if top_k is not None:
-        _check_top_k(top_k)
-    if top_p is not None:
-        _check_top_p(top_p)
+    check_sampling_arguments(temperature, top_k, top_p)
+    _check_finite(logits)
     if temperature == 0:
         return logits.argmax(dim=-1)  # (batch,); the argmax survives any filter
-    logits = apply_temperature(logits, temperature)
+    # Softmax ignores a shift: with each row's maximum at 0, a tiny temperature sends the others
+    # to -inf (greedy in the limit) instead of every logit to +-inf, which would give NaN.
+    logits = apply_temperature(logits - logits.max(dim=-1, keepdim=True).values, temperature)
     if top_k is not None:
         logits = top_k_filter(logits, top_k)
     if top_p is not None:

@@ -19,7 +19,8 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -27,6 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.parameter import UninitializedParameter
 
+from companion.checks import check_positive
 from companion.device import get_device
 
 PROGRESS_VARIABLE = "COMPANION_PROGRESS"
@@ -95,6 +97,18 @@ def weight_decay_groups(model: nn.Module, weight_decay: float) -> list[dict[str,
     ]
 
 
+@contextmanager
+def eval_mode(model: nn.Module) -> Iterator[nn.Module]:
+    """``model`` in evaluation mode inside the block, then back in the mode it had, even when
+    the block raises: ``with eval_mode(model): ...``."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
+
+
 def _materialize_lazy(model: nn.Module, loss_fn: LossFn, batch: Batch) -> None:
     """Run one forward pass without gradients if a lazy layer has not yet fixed its sizes: the
     optimizer needs real parameters (d2l does the same with a dummy batch)."""
@@ -132,8 +146,7 @@ def fit(
     of the epoch), ``lr`` (at the end of the epoch), ``seconds`` (since the start), then one list
     per metric in the order ``evaluate`` returns them (``nan`` at epochs not evaluated).
     """
-    if num_epochs <= 0:
-        raise ValueError(f"num_epochs must be positive; got {num_epochs}")
+    check_positive(num_epochs=num_epochs, eval_every=eval_every)
     if not 0 <= warmup < 1:
         raise ValueError(f"warmup must be a fraction in [0, 1); got {warmup}")
     device = device or get_device()

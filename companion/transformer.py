@@ -34,12 +34,21 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
-from companion.attention import KVCache, MultiHeadAttention
-from companion.checks import check_dropout, check_hiddens, check_positive, check_token_ids
+from companion.attention import MultiHeadAttention, _linear
+from companion.checks import (
+    check_dropout,
+    check_hiddens,
+    check_positive,
+    check_token_ids,
+)
+from companion.kv_cache import KVCache
 from companion.positional import PositionalEncoding
 
 
-def _check_state(state: Any, num_blks: int) -> None:
+def _check_decoder_inputs(X: torch.Tensor, state: Any, vocab_size: int, num_blks: int) -> None:
+    """``X``: token ids; ``state``: what ``init_state`` returns, one distinct
+    :class:`DecoderCache` per block, whose cached rows (if any) are the rows of ``X``."""
+    check_token_ids(X, vocab_size)
     if not (
         isinstance(state, list | tuple)
         and len(state) == 3
@@ -50,6 +59,30 @@ def _check_state(state: Any, num_blks: int) -> None:
             "state must be [enc_outputs, enc_valid_lens, caches] with one DecoderCache per "
             f"block ({num_blks}), as init_state returns; got {type(state).__name__}"
         )
+    if len({id(cache.self_attention) for cache in state[2]}) < num_blks:
+        raise ValueError(
+            "state's caches must be distinct, one DecoderCache per block, as init_state "
+            "returns; got one shared by several blocks ([DecoderCache(...)] * num_blks)"
+        )
+    cached = state[2][0].self_attention.keys
+    if cached is not None and cached.shape[0] != X.shape[0]:
+        raise ValueError(f"X has batch {X.shape[0]}; the cache has {cached.shape[0]} rows")
+
+
+def _block_attention(
+    num_hiddens: int, num_heads: int, dropout: float, bias: bool = False
+) -> MultiHeadAttention:
+    """Multi-head attention inside a block, where queries, keys and values all have
+    ``num_hiddens`` features (so its layers are not lazy)."""
+    return MultiHeadAttention(
+        num_hiddens,
+        num_heads,
+        dropout,
+        bias,
+        query_size=num_hiddens,
+        key_size=num_hiddens,
+        value_size=num_hiddens,
+    )
 
 
 def token_embedding(vocab_size: int, num_hiddens: int) -> nn.Embedding:
@@ -81,11 +114,7 @@ class PositionWiseFFN(nn.Module):
         self, ffn_num_hiddens: int, ffn_num_outputs: int, *, num_inputs: int | None = None
     ) -> None:
         super().__init__()
-        self.dense1 = (
-            nn.LazyLinear(ffn_num_hiddens)
-            if num_inputs is None
-            else nn.Linear(num_inputs, ffn_num_hiddens)
-        )
+        self.dense1 = _linear(num_inputs, ffn_num_hiddens, bias=True)
         self.relu = nn.ReLU()
         self.dense2 = nn.Linear(ffn_num_hiddens, ffn_num_outputs)
 
@@ -139,8 +168,7 @@ class TransformerEncoderBlock(nn.Module):
     ) -> None:
         super().__init__()
         self.num_hiddens = num_hiddens
-        sizes = dict(query_size=num_hiddens, key_size=num_hiddens, value_size=num_hiddens)
-        self.attention = MultiHeadAttention(num_hiddens, num_heads, dropout, use_bias, **sizes)
+        self.attention = _block_attention(num_hiddens, num_heads, dropout, use_bias)
         self.addnorm1 = AddNorm(num_hiddens, dropout)
         self.ffn = PositionWiseFFN(ffn_num_hiddens, num_hiddens, num_inputs=num_hiddens)
         self.addnorm2 = AddNorm(num_hiddens, dropout)
@@ -149,6 +177,82 @@ class TransformerEncoderBlock(nn.Module):
         check_hiddens(X, self.num_hiddens)
         Y = self.addnorm1(X, self.attention(X, X, X, valid_lens))  # (batch, steps, num_hiddens)
         return self.addnorm2(Y, self.ffn(Y))  # (batch, steps, num_hiddens)
+
+
+class ViTMLP(nn.Module):
+    """The MLP of a pre-norm block (sec-vit; d2l's ``ViTMLP``, which GPT's blocks use too):
+    GELU instead of ReLU, dropout after each layer:
+
+        MLP(x) = Dropout(W_2 Dropout(GELU(W_1 x + b_1)) + b_2)
+
+    applied to each token's features on its own, ``(..., num_inputs) -> (..., mlp_num_outputs)``.
+    ``num_inputs`` fixes the input size; without it ``dense1`` is lazy, as in d2l.
+    """
+
+    def __init__(
+        self,
+        mlp_num_hiddens: int,
+        mlp_num_outputs: int,
+        dropout: float = 0.5,
+        *,
+        num_inputs: int | None = None,
+    ) -> None:
+        super().__init__()
+        check_dropout(dropout)
+        self.dense1 = _linear(num_inputs, mlp_num_hiddens, bias=True)
+        self.gelu = nn.GELU()
+        self.dropout1 = nn.Dropout(dropout)
+        self.dense2 = nn.Linear(mlp_num_hiddens, mlp_num_outputs)
+        self.dropout2 = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.dropout1(self.gelu(self.dense1(x)))  # (..., mlp_num_hiddens)
+        return self.dropout2(self.dense2(x))  # (..., mlp_num_outputs)
+
+
+class PreNormBlock(nn.Module):
+    """A pre-norm Transformer block (sec-vit; the block of GPT in sec-language-models, and
+    d2l's ``ViTBlock``, which :mod:`companion.vit` keeps as an alias): layer normalization
+    comes *before* each sublayer, and the residual path from input to output stays a plain sum:
+
+        X = X + MultiHead(LN_1(X), LN_1(X), LN_1(X))
+        X = X + MLP(LN_2(X))
+
+    ``X`` is ``(batch, steps, num_hiddens)`` in and out. ``norm_shape`` is what the layer norms
+    normalize (``num_hiddens``). ``causal=True`` lets each step see only itself and the steps
+    before it, the one change that turns this encoder block into a decoder-only language
+    model's block; ``cache`` (a :class:`~companion.kv_cache.KVCache`) is passed on to the
+    attention, which then also attends to the steps cached before and appends these.
+    """
+
+    def __init__(
+        self,
+        num_hiddens: int,
+        norm_shape: int | list[int] | torch.Size,
+        mlp_num_hiddens: int,
+        num_heads: int,
+        dropout: float,
+        use_bias: bool = False,
+    ) -> None:
+        super().__init__()
+        self.num_hiddens = num_hiddens
+        self.ln1 = nn.LayerNorm(norm_shape)
+        self.attention = _block_attention(num_hiddens, num_heads, dropout, use_bias)
+        self.ln2 = nn.LayerNorm(norm_shape)
+        self.mlp = ViTMLP(mlp_num_hiddens, num_hiddens, dropout, num_inputs=num_hiddens)
+
+    def forward(
+        self,
+        X: torch.Tensor,
+        valid_lens: torch.Tensor | None = None,
+        *,
+        causal: bool = False,
+        cache: KVCache | None = None,
+    ) -> torch.Tensor:
+        check_hiddens(X, self.num_hiddens)
+        Y = self.ln1(X)  # (batch, steps, num_hiddens)
+        X = X + self.attention(Y, Y, Y, valid_lens, causal=causal, cache=cache)
+        return X + self.mlp(self.ln2(X))  # (batch, steps, num_hiddens)
 
 
 class TransformerEncoder(nn.Module):
@@ -223,10 +327,9 @@ class TransformerDecoderBlock(nn.Module):
     ) -> None:
         super().__init__()
         self.i, self.num_hiddens = i, num_hiddens
-        sizes = dict(query_size=num_hiddens, key_size=num_hiddens, value_size=num_hiddens)
-        self.attention1 = MultiHeadAttention(num_hiddens, num_heads, dropout, **sizes)
+        self.attention1 = _block_attention(num_hiddens, num_heads, dropout)
         self.addnorm1 = AddNorm(num_hiddens, dropout)
-        self.attention2 = MultiHeadAttention(num_hiddens, num_heads, dropout, **sizes)
+        self.attention2 = _block_attention(num_hiddens, num_heads, dropout)
         self.addnorm2 = AddNorm(num_hiddens, dropout)
         self.ffn = PositionWiseFFN(ffn_num_hiddens, num_hiddens, num_inputs=num_hiddens)
         self.addnorm3 = AddNorm(num_hiddens, dropout)
@@ -325,13 +428,9 @@ class TransformerDecoder(nn.Module):
         ]
 
     def forward(self, X: torch.Tensor, state: list[Any]) -> tuple[torch.Tensor, list[Any]]:
-        check_token_ids(X, self.embedding.num_embeddings)
-        _check_state(state, self.num_blks)
+        _check_decoder_inputs(X, state, self.embedding.num_embeddings, self.num_blks)
         enc_outputs, enc_valid_lens, caches = state
-        cached = caches[0].self_attention
-        offset = len(cached)  # steps already decoded
-        if offset and cached.keys.shape[0] != X.shape[0]:
-            raise ValueError(f"X has batch {X.shape[0]}; the cache has {cached.keys.shape[0]} rows")
+        offset = len(caches[0].self_attention)  # steps already decoded
         # (batch, steps) -> (batch, steps, num_hiddens), at positions offset, offset + 1, ...
         X = self.pos_encoding(self.embedding(X) * math.sqrt(self.num_hiddens), offset=offset)
         for blk, cache in zip(self.blks, caches):

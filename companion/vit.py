@@ -7,8 +7,10 @@ d2l 1.0.3 package does not ship these classes), so a state dict of d2l's code lo
 ``strict=True``. Where an input size is known it is an ``nn.Linear``/``nn.Conv2d`` rather than
 d2l's lazy layer; the parameters are the same.
 
-:class:`ViTBlock` is the pre-norm block that the decoder-only language model
-(:class:`companion.lm.GPT`) stacks too, with ``causal=True``.
+The ViT's block is :class:`companion.transformer.PreNormBlock`, the pre-norm block that the
+decoder-only language model (:class:`companion.lm.GPT`) stacks too, with ``causal=True``; it
+and :class:`~companion.transformer.ViTMLP` are importable from here under d2l's names
+``ViTBlock`` and ``ViTMLP``.
 """
 
 from __future__ import annotations
@@ -17,87 +19,18 @@ import torch
 from torch import nn
 from torch.nn.parameter import UninitializedParameter
 
-from companion.attention import KVCache, MultiHeadAttention
-from companion.checks import check_dropout, check_hiddens, check_positive
+from companion.checks import check_dropout, check_like_weights, check_positive
+from companion.transformer import PreNormBlock, ViTMLP
 
-
-class ViTMLP(nn.Module):
-    """The MLP of a ViT block (sec-vit): GELU instead of ReLU, dropout after each layer:
-
-        MLP(x) = Dropout(W_2 Dropout(GELU(W_1 x + b_1)) + b_2)
-
-    applied to each token's features on its own, ``(..., num_inputs) -> (..., mlp_num_outputs)``.
-    ``num_inputs`` fixes the input size; without it ``dense1`` is lazy, as in d2l.
-    """
-
-    def __init__(
-        self,
-        mlp_num_hiddens: int,
-        mlp_num_outputs: int,
-        dropout: float = 0.5,
-        *,
-        num_inputs: int | None = None,
-    ) -> None:
-        super().__init__()
-        check_dropout(dropout)
-        self.dense1 = (
-            nn.LazyLinear(mlp_num_hiddens)
-            if num_inputs is None
-            else nn.Linear(num_inputs, mlp_num_hiddens)
-        )
-        self.gelu = nn.GELU()
-        self.dropout1 = nn.Dropout(dropout)
-        self.dense2 = nn.Linear(mlp_num_hiddens, mlp_num_outputs)
-        self.dropout2 = nn.Dropout(dropout)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.dropout1(self.gelu(self.dense1(x)))  # (..., mlp_num_hiddens)
-        return self.dropout2(self.dense2(x))  # (..., mlp_num_outputs)
-
-
-class ViTBlock(nn.Module):
-    """A pre-norm Transformer block (sec-vit): layer normalization comes *before* each
-    sublayer, and the residual path from input to output stays a plain sum:
-
-        X = X + MultiHead(LN_1(X), LN_1(X), LN_1(X))
-        X = X + MLP(LN_2(X))
-
-    ``X`` is ``(batch, steps, num_hiddens)`` in and out. ``norm_shape`` is what the layer norms
-    normalize (``num_hiddens``). ``causal=True`` lets each step see only itself and the steps
-    before it, the one change that turns this encoder block into a decoder-only language
-    model's block; ``cache`` (a :class:`~companion.attention.KVCache`) is passed on to the
-    attention, which then also attends to the steps cached before and appends these.
-    """
-
-    def __init__(
-        self,
-        num_hiddens: int,
-        norm_shape: int | list[int] | torch.Size,
-        mlp_num_hiddens: int,
-        num_heads: int,
-        dropout: float,
-        use_bias: bool = False,
-    ) -> None:
-        super().__init__()
-        self.num_hiddens = num_hiddens
-        self.ln1 = nn.LayerNorm(norm_shape)
-        sizes = dict(query_size=num_hiddens, key_size=num_hiddens, value_size=num_hiddens)
-        self.attention = MultiHeadAttention(num_hiddens, num_heads, dropout, use_bias, **sizes)
-        self.ln2 = nn.LayerNorm(norm_shape)
-        self.mlp = ViTMLP(mlp_num_hiddens, num_hiddens, dropout, num_inputs=num_hiddens)
-
-    def forward(
-        self,
-        X: torch.Tensor,
-        valid_lens: torch.Tensor | None = None,
-        *,
-        causal: bool = False,
-        cache: KVCache | None = None,
-    ) -> torch.Tensor:
-        check_hiddens(X, self.num_hiddens)
-        Y = self.ln1(X)  # (batch, steps, num_hiddens)
-        X = X + self.attention(Y, Y, Y, valid_lens, causal=causal, cache=cache)
-        return X + self.mlp(self.ln2(X))  # (batch, steps, num_hiddens)
+ViTBlock = PreNormBlock  # d2l's name: the ViT's block is the pre-norm block GPT stacks too
+__all__ = [
+    "PatchEmbedding",
+    "ViT",
+    "ViTBlock",
+    "ViTMLP",
+    "check_images",
+    "mean_attention_distance",
+]
 
 
 def _pair(x: int | tuple[int, int] | list[int]) -> tuple[int, int]:
@@ -148,11 +81,15 @@ class PatchEmbedding(nn.Module):
 
 
 def check_images(X: torch.Tensor, img_size: tuple[int, int], conv: nn.Conv2d) -> None:
-    """``X`` must be ``(batch, channels, *img_size)``, with the channels ``conv`` takes."""
-    channels = None if isinstance(conv.weight, UninitializedParameter) else conv.weight.shape[1]
+    """``X`` must be ``(batch, channels, *img_size)``, with the channels, the dtype and the
+    device ``conv`` takes."""
+    lazy = isinstance(conv.weight, UninitializedParameter)
+    channels = None if lazy else conv.weight.shape[1]
     wanted = f"(batch, {channels or 'channels'}, {img_size[0]}, {img_size[1]})"
     if X.dim() != 4 or tuple(X.shape[-2:]) != img_size or channels not in (None, X.shape[1]):
         raise ValueError(f"X must be images of shape {wanted}; got shape {tuple(X.shape)}")
+    if not lazy:
+        check_like_weights(X, conv.weight)
 
 
 class ViT(nn.Module):

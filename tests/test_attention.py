@@ -321,11 +321,16 @@ def test_a_layer_keeps_the_feature_sizes_of_its_first_call(need_weights):
         additive_layer(randn(2, 3, 5), randn(2, 4, 3), randn(2, 4, 7))
 
 
-@pytest.mark.parametrize(("num_hiddens", "num_heads"), [(10, 3), (8, 0), (8, -2)])
-def test_num_hiddens_must_divide_into_heads(num_hiddens, num_heads):
-    match = re.escape(f"num_hiddens ({num_hiddens}) must be divisible by num_heads ({num_heads})")
+def test_num_hiddens_must_divide_into_heads():
+    match = re.escape("num_hiddens (10) must be divisible by num_heads (3)")
     with pytest.raises(ValueError, match=match):
-        MultiHeadAttention(num_hiddens, num_heads, 0.0)
+        MultiHeadAttention(10, 3, 0.0)
+
+
+@pytest.mark.parametrize("num_heads", [0, -2, 2.0, True])
+def test_num_heads_must_be_a_positive_integer(num_heads):
+    with pytest.raises(ValueError, match=rf"num_heads must be a positive integer; got {num_heads}"):
+        MultiHeadAttention(8, num_heads, 0.0)
 
 
 BAD_LENGTHS = [

@@ -311,7 +311,7 @@ def test_bad_encoder_inputs():
     tokens = torch.zeros(2, 5, dtype=torch.long)
     with pytest.raises(ValueError, match=r"segments must have the shape of tokens \(2, 5\)"):
         encoder(tokens, torch.zeros(2, 4, dtype=torch.long), None)
-    with pytest.raises(ValueError, match=r"segments holds token ids from 0 to 2"):
+    with pytest.raises(ValueError, match=r"segment ids from 0 to 2, outside the segments \[0, 2"):
         encoder(tokens, torch.tensor([[0, 1, 2, 0, 0]] * 2), None)
     with pytest.raises(ValueError, match="tokens holds token ids from 30 to 30"):
         encoder(tokens + VOCAB, tokens, None)
@@ -329,7 +329,7 @@ def test_bad_encoder_inputs():
 def test_bad_head_inputs():
     head = MaskLM(VOCAB, HIDDENS, num_inputs=HIDDENS)
     X = torch.randn(2, 5, HIDDENS)
-    with pytest.raises(ValueError, match="pred_positions holds token ids from 0 to 5"):
+    with pytest.raises(ValueError, match=r"positions from 0 to 5, outside the sequence \[0, 5"):
         head(X, torch.tensor([[0, 5], [1, 2]]))
     with pytest.raises(ValueError, match=r"pred_positions must be \(batch=2, num_preds\)"):
         head(X, torch.tensor([[0, 1]]))
@@ -361,7 +361,7 @@ def test_bad_masking_options(options, message):
 
 def test_bad_masking_inputs():
     tokens, valid_lens = sentence_batch([5, 4], 6, torch.Generator().manual_seed(0))
-    with pytest.raises(ValueError, match="valid_lens must be <= the number of keys"):
+    with pytest.raises(ValueError, match="valid_lens must be <= the number of steps"):
         masked(tokens, torch.tensor([5, 7]), seed=0)
     with pytest.raises(ValueError, match=r"valid_lens must have shape \(batch,\)"):
         masked(tokens, torch.tensor([5]), seed=0)

@@ -11,9 +11,8 @@ import torch
 from torch import nn
 
 from companion import checks
-from companion.attention import KVCache
-from companion.bench.decode import BlockInputCacheDecoder, NoCacheDecoder
 from companion.decoding import EOS_CHECK_EVERY, beam_search, decode_steps, greedy_decode
+from companion.kv_cache import BlockInputCacheDecoder, KVCache, NoCacheDecoder
 from companion.seq2seq import (
     EncoderDecoder,
     Seq2SeqAttentionDecoder,

@@ -97,7 +97,7 @@ def test_training_rejects_bad_settings(reverse_data):
     _, vocab, arrays = reverse_data
     model = small_model(vocab)
     common = dict(pad_index=vocab.pad, device=torch.device("cpu"))
-    with pytest.raises(ValueError, match="num_epochs must be positive; got 0"):
+    with pytest.raises(ValueError, match="num_epochs must be a positive integer; got 0"):
         train_seq2seq(model, lambda: batches(arrays, 8), num_epochs=0, **common)
     with pytest.raises(ValueError, match=r"warmup must be a fraction in \[0, 1\); got 1.5"):
         train_seq2seq(model, lambda: batches(arrays, 8), num_epochs=1, warmup=1.5, **common)

@@ -9,8 +9,8 @@ decoder blocks, FFN 1024, vocabulary 1,000), batch 32, source length 32, untrain
   made once. A step projects one new position.
 - **block-input cache**: the design companion had before, and d2l's. Each block caches its
   *inputs*; at every step it projects all of them into keys and values again, and projects the
-  encoder outputs again for cross-attention. :class:`BlockInputCacheDecoder` below keeps it,
-  as a baseline, with the same weights.
+  encoder outputs again for cross-attention. :class:`companion.kv_cache.BlockInputCacheDecoder`
+  keeps it, as a baseline, with the same weights.
 - **no cache**: the whole prefix runs through the decoder again at every step.
 
 All three must produce identical tokens; the table reports milliseconds per generated token
@@ -25,14 +25,13 @@ import argparse
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import torch
-from torch import nn
 
 from companion.bench.common import device_name, load_average, log
 from companion.decoding import decode_steps
 from companion.device import get_device
+from companion.kv_cache import BlockInputCacheDecoder, NoCacheDecoder
 from companion.measure import synchronize, use_threads
 from companion.seq2seq import EncoderDecoder
 from companion.transformer import TransformerDecoder, TransformerEncoder
@@ -41,55 +40,6 @@ BATCH, SOURCE_STEPS, NEW_TOKENS = 32, 32, 128
 HIDDENS, HEADS, FFN, BLOCKS, VOCAB = 256, 8, 1024, 2, 1000
 TARGET = 4.0  # KV cache vs block-input cache
 BOS = 0
-
-
-class BlockInputCacheDecoder(nn.Module):
-    """The decoder before its KV cache (d2l's design), run with ``decoder``'s own weights.
-
-    Its state is ``[enc_outputs, enc_valid_lens, inputs]``, where ``inputs[i]`` holds block
-    ``i``'s inputs at every step so far. Each step appends the new input, then projects *all*
-    of them into keys and values, and projects the encoder outputs again for cross-attention.
-    """
-
-    def __init__(self, decoder: TransformerDecoder) -> None:
-        super().__init__()
-        self.decoder = decoder
-
-    def init_state(self, enc_outputs: torch.Tensor, enc_valid_lens: torch.Tensor | None):
-        return [enc_outputs, enc_valid_lens, [None] * len(self.decoder.blks)]
-
-    def forward(self, X: torch.Tensor, state: list[Any]) -> tuple[torch.Tensor, list[Any]]:
-        decoder, (enc_outputs, enc_valid_lens, inputs) = self.decoder, state
-        offset = 0 if inputs[0] is None else inputs[0].shape[1]
-        X = decoder.pos_encoding(
-            decoder.embedding(X) * math.sqrt(decoder.num_hiddens), offset=offset
-        )
-        for i, blk in enumerate(decoder.blks):
-            inputs[i] = X if inputs[i] is None else torch.cat((inputs[i], X), dim=1)
-            key_values = inputs[i]  # (batch, steps so far, num_hiddens): projected again below
-            Y = blk.addnorm1(X, blk.attention1(X, key_values, key_values, causal=True))
-            Y2 = blk.attention2(Y, enc_outputs, enc_outputs, enc_valid_lens)  # projected again
-            Z = blk.addnorm2(Y, Y2)
-            X = blk.addnorm3(Z, blk.ffn(Z))
-        return decoder.dense(X), state
-
-
-class NoCacheDecoder(nn.Module):
-    """Keeps only the tokens so far and runs all of them through ``decoder`` at every step."""
-
-    def __init__(self, decoder: TransformerDecoder) -> None:
-        super().__init__()
-        self.decoder = decoder
-
-    def init_state(self, enc_outputs: torch.Tensor, enc_valid_lens: torch.Tensor | None):
-        return [enc_outputs, enc_valid_lens, None]
-
-    def forward(self, X: torch.Tensor, state: list[Any]) -> tuple[torch.Tensor, list[Any]]:
-        enc_outputs, enc_valid_lens, prefix = state
-        prefix = X if prefix is None else torch.cat((prefix, X), dim=1)
-        fresh = self.decoder.init_state(enc_outputs, enc_valid_lens)
-        logits, _ = self.decoder(prefix, fresh)  # (batch, steps so far, vocab)
-        return logits[:, -X.shape[1] :], [enc_outputs, enc_valid_lens, prefix]
 
 
 def build(device: torch.device) -> tuple[dict[str, EncoderDecoder], torch.Tensor, torch.Tensor]:

@@ -21,7 +21,7 @@ from torch.nn import functional as F
 
 from companion.device import get_device
 from companion.text import batches
-from companion.train import fit
+from companion.train import eval_mode, fit
 
 MAX_PIXEL = 16  # the digits' pixel values are integers 0..16
 
@@ -101,15 +101,13 @@ def stratified_subset(data: ImageSet, fraction: float, seed: int = 0) -> ImageSe
 @torch.no_grad()
 def classification_accuracy(model: nn.Module, data: ImageSet, batch_size: int = 512) -> float:
     """The fraction of ``data`` that ``model`` (images to logits) classifies correctly."""
-    was_training = model.training
-    model.eval()
     device = next(model.parameters()).device
     correct = torch.zeros((), dtype=torch.long, device=device)
-    for start in range(0, len(data.labels), batch_size):
-        X = data.images[start : start + batch_size].to(device)
-        y = data.labels[start : start + batch_size].to(device)
-        correct += (model(X).argmax(dim=-1) == y).sum()
-    model.train(was_training)
+    with eval_mode(model):
+        for start in range(0, len(data.labels), batch_size):
+            X = data.images[start : start + batch_size].to(device)
+            y = data.labels[start : start + batch_size].to(device)
+            correct += (model(X).argmax(dim=-1) == y).sum()
     return correct.item() / len(data.labels)
 
 

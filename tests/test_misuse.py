@@ -1,0 +1,293 @@
+"""What a student does wrong with each public class gets a ValueError that names the argument and
+what it saw: never NaN, a silently wrong answer, or torch's own cryptic error. And a model that
+raises while it evaluates is left in the mode it had."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+from torch import nn
+
+import companion as C
+from companion.bert import BERTClassifier, mask_tokens
+from companion.kv_cache import KVCache
+from companion.lm import cross_entropy_per_token
+from companion.sampling import sample_next
+from companion.tasks.digits import ImageSet, classification_accuracy
+from companion.train import fit
+from companion.transformer import DecoderCache
+
+VOCAB = 11
+
+
+def gpt() -> C.GPT:
+    torch.manual_seed(0)
+    return C.GPT(VOCAB, 8, 16, 2, 2, max_len=10).eval()
+
+
+def ids(*shape: int) -> torch.Tensor:
+    return torch.randint(0, VOCAB, shape, generator=torch.Generator().manual_seed(0))
+
+
+def transformer() -> C.EncoderDecoder:
+    torch.manual_seed(0)
+    encoder = C.TransformerEncoder(VOCAB, 8, 16, 2, 2, 0.0)
+    return C.EncoderDecoder(encoder, C.TransformerDecoder(VOCAB, 8, 16, 2, 2, 0.0)).eval()
+
+
+def bert() -> C.BERTModel:
+    torch.manual_seed(0)
+    return C.BERTModel(VOCAB, 8, 16, 2, 1, 0.0, max_len=6)
+
+
+def mha() -> C.MultiHeadAttention:
+    return C.MultiHeadAttention(8, 2, 0.0, query_size=8, key_size=8, value_size=8)
+
+
+def vit() -> C.ViT:
+    return C.ViT(8, 2, 8, 16, 2, 1, 0.0, 0.0, in_channels=1)
+
+
+def shared_gpt_caches() -> None:
+    with torch.no_grad():
+        gpt()(ids(2, 3), [KVCache()] * 2)
+
+
+def gpt_caches_of_another_batch() -> None:
+    model, caches = gpt(), [KVCache() for _ in range(2)]
+    with torch.no_grad():
+        model(ids(3, 3), caches)
+        model(ids(2, 1), caches)
+
+
+def uneven_gpt_caches() -> None:
+    model, caches = gpt(), [KVCache() for _ in range(2)]
+    with torch.no_grad():
+        model(ids(2, 3), caches)
+        model(ids(2, 1), [caches[0], KVCache()])
+
+
+def shared_decoder_caches() -> None:
+    model, src = transformer(), ids(2, 3)
+    caches = [DecoderCache(KVCache(), KVCache(static=True))] * 2
+    with torch.no_grad():
+        model.decoder(ids(2, 1), [model.encoder(src), None, caches])
+
+
+def mha_cache_of_another_batch() -> None:
+    layer, cache = mha(), KVCache()
+    with torch.no_grad():
+        for batch in (2, 3):
+            X = torch.randn(batch, 1, 8)
+            layer(X, X, X, cache=cache)
+
+
+def mean_pooling(valid_lens: torch.Tensor) -> Callable[[], object]:
+    classifier = BERTClassifier(bert(), pooling="mean")
+    tokens, segments = ids(2, 4), torch.zeros(2, 4, dtype=torch.long)
+    return lambda: classifier(tokens, segments, valid_lens)
+
+
+X8 = torch.randn(2, 3, 8)
+
+# (what a student does, the call, the exception, what its message must say)
+MISUSES = [
+    # GPT and its caches
+    ("[KVCache()] * num_blks: one cache shared by every block", shared_gpt_caches, ValueError,
+     r"caches must be distinct KVCache objects, one per block.*\[KVCache\(\)\] \* num_blks"),
+    ("a GPT cache reused for another batch size", gpt_caches_of_another_batch, ValueError,
+     r"keys of shape \(2, 2, 1, 4\) cannot continue a KVCache holding \(3, 2, 3, 4\)"),
+    ("caches that are not KVCaches", lambda: gpt()(ids(2, 3), [None, None]), ValueError,
+     r"caches must hold one growing KVCache per block \(2\); got 2 \(NoneType, NoneType\)"),
+    ("a static (cross-attention) cache given to GPT",
+     lambda: gpt()(ids(2, 3), [KVCache(static=True), KVCache(static=True)]), ValueError,
+     r"one growing KVCache per block"),
+    ("caches holding different numbers of steps", uneven_gpt_caches, ValueError,
+     r"caches must hold as many steps each; got \[3, 0\]"),
+    ("an empty prompt", lambda: gpt().generate(torch.zeros(2, 0, dtype=torch.long), 3),
+     ValueError, r"prompt must hold at least one step; got shape \(2, 0\)"),
+    ("an empty input to GPT", lambda: gpt()(torch.zeros(2, 0, dtype=torch.long)), ValueError,
+     r"X must hold at least one step"),
+    ("a prompt longer than the context", lambda: gpt().generate(ids(1, 11), 1), ValueError,
+     r"prompt of shape \(1, 11\) after 0 cached steps needs 11 positions; max_len is 10"),
+    ("a prompt that leaves no room for the new tokens", lambda: gpt().generate(ids(1, 8), 4),
+     ValueError, r"a prompt of 8 steps and max_new_tokens=4 need 11 positions; max_len is 10"),
+    ("top_k=0", lambda: gpt().generate(ids(1, 2), 2, top_k=0), ValueError,
+     r"top_k must be an integer >= 1; got 0"),
+    ("top_p=0", lambda: gpt().generate(ids(1, 2), 2, top_p=0), ValueError,
+     r"top_p must be a number in \(0, 1\]; got 0"),
+    ("top_p=1.5", lambda: gpt().generate(ids(1, 2), 2, top_p=1.5), ValueError,
+     r"top_p must be a number in \(0, 1\]; got 1.5"),
+    ("a temperature given as a string", lambda: gpt().generate(ids(1, 2), 2, temperature="1"),
+     ValueError, r"temperature must be a number; got '1'"),
+    ("a negative temperature", lambda: gpt().generate(ids(1, 2), 2, temperature=-1.0),
+     ValueError, r"temperature must be finite and >= 0; got -1.0"),
+    ("NaN logits", lambda: sample_next(torch.tensor([[float("nan"), 1.0]])), ValueError,
+     r"logits must be finite in each row.*row 0 holds \[nan, 1.0\]"),
+    ("a row of logits all -inf", lambda: sample_next(torch.full((1, 3), float("-inf"))),
+     ValueError, r"logits must be finite in each row"),
+    # attention layers
+    ("num_heads=2.0", lambda: C.MultiHeadAttention(8, 2.0, 0.0), ValueError,
+     r"num_heads must be a positive integer; got 2.0"),
+    ("num_hiddens=0", lambda: C.MultiHeadAttention(0, 2, 0.0), ValueError,
+     r"num_hiddens must be a positive integer; got 0"),
+    ("float64 inputs to a float32 layer", lambda: mha()(*(X8.double(),) * 3), ValueError,
+     r"queries must have the layer's dtype torch.float32; got torch.float64"),
+    ("integer inputs to an attention layer", lambda: mha()(*(X8.long(),) * 3), ValueError,
+     r"queries must be floating point, like the layer; got torch.int64"),
+    ("inputs on another device than the weights",
+     lambda: mha().to("meta")(X8, X8, X8), ValueError,
+     r"queries is on cpu but the layer's weights are on meta"),
+    ("queries and keys of different dtypes",
+     lambda: C.DotProductAttention(0.0)(X8.double(), X8, X8), ValueError,
+     r"one dtype and one device; got queries torch.float64 on cpu, keys torch.float32"),
+    ("no queries", lambda: mha()(X8[:, :0], X8, X8), ValueError,
+     r"queries and keys must hold at least one step each; got queries \(2, 0, 8\)"),
+    ("no keys", lambda: mha()(X8, X8[:, :0], X8[:, :0]), ValueError,
+     r"queries and keys must hold at least one step each"),
+    ("a cache reused for another batch size", mha_cache_of_another_batch, ValueError,
+     r"keys of shape \(3, 2, 1, 4\) cannot continue a KVCache holding \(2, 2, 1, 4\)"),
+    ("a positional offset of 1.5",
+     lambda: C.PositionalEncoding(8, 0.0)(X8, offset=1.5), ValueError,
+     r"offset must be an int, the first step's position; got 1.5"),
+    ("PositionalEncoding(8.0, ...)", lambda: C.PositionalEncoding(8.0, 0.0), ValueError,
+     r"num_hiddens must be a positive integer; got 8.0"),
+    # the Transformer and decoding
+    ("[DecoderCache(...)] * num_blks in a decoder state", shared_decoder_caches, ValueError,
+     r"state's caches must be distinct, one DecoderCache per block"),
+    ("src_valid_len as a list",
+     lambda: C.greedy_decode(transformer(), ids(2, 3), [3, 2], 1, 2, 4), ValueError,
+     r"src_valid_len must be a tensor of shape \(batch,\) = \(2,\); got a list"),
+    ("src_valid_len of the wrong shape",
+     lambda: C.greedy_decode(transformer(), ids(2, 3), torch.tensor([3]), 1, 2, 4), ValueError,
+     r"src_valid_len must be a tensor of shape \(batch,\) = \(2,\); got shape \(1,\)"),
+    ("bos_id outside the vocabulary",
+     lambda: C.greedy_decode(transformer(), ids(2, 3), None, 50, 2, 4), ValueError,
+     r"bos_id 50 is outside the vocabulary \[0, 11\)"),
+    ("eos_id outside the vocabulary, beam search",
+     lambda: C.beam_search(transformer(), ids(2, 3), None, 1, 11, 4, 2), ValueError,
+     r"eos_id 11 is outside the vocabulary \[0, 11\)"),
+    # BERT
+    ("mean pooling over a row of length 0", mean_pooling(torch.tensor([0, 3])), ValueError,
+     r"valid_lens must be >= 1 with pooling='mean'.*got \[0, 3\]"),
+    ("segments of 2", lambda: bert()(ids(2, 4), torch.full((2, 4), 2)), ValueError,
+     r"segments holds segment ids from 2 to 2, outside the segments \[0, 2\)"),
+    ("pred_positions past the sequence",
+     lambda: C.MaskLM(VOCAB, 8, num_inputs=8)(torch.randn(2, 6, 8), torch.tensor([[1, 7]] * 2)),
+     ValueError, r"pred_positions holds positions from 1 to 7, outside the sequence \[0, 6\)"),
+    ("mask_tokens with valid_lens longer than the rows",
+     lambda: mask_tokens(ids(2, 6), torch.tensor([7, 3]), vocab_size=VOCAB, mask_id=3,
+                         special_ids=[1, 2], generator=torch.Generator()),
+     ValueError, r"valid_lens must be <= the number of steps \(6\); got 7"),
+    ("BERT tokens on another device",
+     lambda: bert().to("meta")(ids(2, 4), torch.zeros(2, 4, dtype=torch.long)), ValueError,
+     r"tokens is on cpu but the layer's weights are on meta"),
+    # ViT
+    ("integer images", lambda: vit()(torch.ones(2, 1, 8, 8, dtype=torch.long)), ValueError,
+     r"X must be floating point, like the layer; got torch.int64"),
+    ("float64 images", lambda: vit()(torch.ones(2, 1, 8, 8, dtype=torch.float64)), ValueError,
+     r"X must have the layer's dtype torch.float32; got torch.float64"),
+    # training
+    ("num_epochs=1.5",
+     lambda: fit(nn.Linear(2, 2), lambda: [(torch.ones(1, 2),)], lambda m, b: m(b[0]).sum(),
+                 num_epochs=1.5, device=torch.device("cpu")),
+     ValueError, r"num_epochs must be a positive integer; got 1.5"),
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [pytest.param(call, error, message, id=what) for what, call, error, message in MISUSES],
+)
+def test_a_misuse_gets_a_clear_error(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def misuse_list() -> str:
+    """The misuses and the message each now gets, for the record (``python -m`` this file)."""
+    lines = []
+    for what, call, _, _ in MISUSES:
+        try:
+            call()
+            got = "no error"
+        except Exception as error:  # noqa: BLE001 - the point is to print it
+            got = " ".join(f"{type(error).__name__}: {error}".split())
+        lines.append(f"- {what} -> {got}")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------- right answers, not errors
+
+
+def test_a_tiny_temperature_is_greedy_not_nan():
+    logits = torch.tensor([[0.5, 2.0, -1.0], [3.0, 3.0 - 1e-3, 0.0]])
+    for temperature in (1e-45, 1e-30):
+        tokens = sample_next(logits, temperature, generator=torch.Generator().manual_seed(0))
+        assert tokens.tolist() == logits.argmax(dim=-1).tolist()
+    model = gpt()
+    assert torch.equal(
+        model.generate(ids(2, 2), 3, temperature=1e-45), model.generate(ids(2, 2), 3, 0.0)
+    )
+
+
+def test_a_backward_pass_through_the_cache_gives_the_gradients_of_the_whole_sequence():
+    X = ids(2, 5)
+    whole = gpt()
+    whole(X).sum().backward()
+    cached, caches = gpt(), [KVCache() for _ in range(2)]
+    logits = [cached(X[:, :3], caches), cached(X[:, 3:4], caches), cached(X[:, 4:], caches)]
+    torch.cat(logits, dim=1).sum().backward()
+    for (name, a), b in zip(whole.named_parameters(), cached.parameters()):
+        torch.testing.assert_close(b.grad, a.grad, atol=1e-5, rtol=1e-5, msg=name)
+
+
+def test_keys_ignored_by_a_filled_static_cache_are_documented():
+    assert "ignores the keys and values" in KVCache.__doc__
+
+
+# ------------------------------------------------------------- the mode a model had is kept
+
+
+def raises_inside(model: nn.Module) -> nn.Module:
+    """``model`` whose forward raises, after evaluation mode was switched on."""
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a step failed")
+
+    model.forward = broken  # type: ignore[method-assign]
+    return model
+
+
+@pytest.mark.parametrize(
+    "evaluate",
+    [
+        pytest.param(lambda m: m.generate(ids(1, 2), 2), id="GPT.generate"),
+        pytest.param(lambda m: cross_entropy_per_token(m, (ids(2, 3), ids(2, 3))),
+                     id="cross_entropy_per_token"),
+        pytest.param(lambda m: classification_accuracy(
+            m, ImageSet(torch.zeros(2, 1, 8, 8), torch.zeros(2, dtype=torch.long))),
+                     id="classification_accuracy"),
+    ],
+)
+def test_a_model_that_raises_keeps_its_mode(evaluate):
+    model = raises_inside(gpt().train())
+    with pytest.raises(RuntimeError, match="a step failed"):
+        evaluate(model)
+    assert model.training
+
+
+def test_decoding_that_raises_keeps_the_mode():
+    model = transformer().train()
+    with pytest.raises(ValueError, match="src must be a 2-D"):
+        C.greedy_decode(model, ids(2), None, 1, 2, 4)
+    raises_inside(model.decoder)
+    with pytest.raises(RuntimeError, match="a step failed"):
+        C.greedy_decode(model, ids(2, 3), None, 1, 2, 4)
+    assert model.training and model.decoder.training
+
+
+if __name__ == "__main__":
+    print(misuse_list())
