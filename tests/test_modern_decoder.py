@@ -1,9 +1,20 @@
 """The modern decoder's layers against Hugging Face transformers, the oracle: tiny configs, random
 weights built locally (no download), weights copied between the two, outputs equal within 1e-5.
 
-Each test fails when its layer is broken on purpose (the RoPE pairing flipped, ``repeat`` for
-``repeat_interleave``, the RMSNorm epsilon forgotten, the window off by one, ...); the commit
-that added these tests says how each was checked.
+Each test was checked to fail when its layer is broken on purpose (a copy of the tree, one
+line changed, these tests and tests/test_decoder.py run):
+
+- RMSNorm without eps, or with eps outside the root, or its gain never applied: the RMSNorm test
+  fails (its first row has a mean square of 1e-6, where eps matters), and so do the models';
+- RoPE with the pairing flipped, the sine's sign flipped, or ``theta_i`` over ``d/2``: the rotary,
+  attention and model tests fail; RoPE also applied to the values: the attention tests fail;
+- SwiGLU with SiLU on the up projection instead of the gate: the SwiGLU and model tests fail;
+- GQA with ``repeat`` for ``repeat_interleave``: the attention test with 2 key-value heads (MHA
+  and MQA cannot tell them apart), the models and the masked-attention reference fail;
+- a scale of ``1/sqrt(num_hiddens)`` instead of ``1/sqrt(head_dim)``: attention and models fail;
+- the window off by one: the Mistral test fails; cached steps whose RoPE restarts at position 0:
+  the models' step-by-step checks fail; the rolling cache not evicting, or not masking its oldest
+  key: the Mistral step-by-step check fails (and tests/test_decoder.py's cache tests).
 """
 
 from __future__ import annotations
