@@ -1,12 +1,21 @@
 """Training: the one loop of the book, and its use for sequence to sequence (sec-bahdanau,
 sec-transformer).
 
-:func:`fit` minimises any ``loss_fn(model, batch)`` with AdamW (weight decay on weight matrices
-only), a clipped gradient norm and a one-cycle learning-rate schedule: a linear warm-up to
-``lr``, then a cosine decay. It returns the loss and metric history as plain data and can plot
+:func:`fit` minimises any ``loss_fn(model, batch)`` with AdamW (weight decay by the rule below),
+a clipped gradient norm and a one-cycle learning-rate schedule: a linear warm-up to ``lr``,
+then a cosine decay. It returns the loss and metric history as plain data and can plot
 it. :func:`train_seq2seq` is :func:`fit` with teacher forcing: the decoder reads the gold target
 shifted right, and the loss is cross-entropy on the non-padding positions (optionally
 label-smoothed).
+
+**Weight decay, one rule for every model:** decay the weight matrices of linear, convolutional
+and recurrent layers, and nothing else. Biases, normalization gains and every embedding keep
+``weight_decay = 0``, however the embedding is stored: an ``nn.Embedding`` (tokens, GPT's
+positions) or an ``nn.Parameter`` (ViT's ``cls_token`` and positions, BERT's positions); the
+ViT's patch projection is a convolution, a layer, so its weight is decayed. Pulling a bias or a
+LayerNorm gain towards 0 is not regularisation, and an embedding row would be decayed at every
+step whether or not its token or position occurs in the batch. (nanoGPT decays embeddings; this
+is the book's choice.) :func:`weight_decay_groups` applies it.
 
 Progress: in Jupyter or Colab a single status line updates live; a script prints one line
 per evaluation to stderr. ``COMPANION_PROGRESS=off`` (set by ``make test`` and
@@ -78,19 +87,19 @@ class _Progress:
             print(text, file=sys.stderr)
 
 
+DECAYED_LAYERS = (nn.Linear, nn.Bilinear, nn.modules.conv._ConvNd, nn.RNNBase)
+
+
 def weight_decay_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    """AdamW parameter groups: decay the weight matrices of linear, convolutional and recurrent
-    layers only. Biases, normalization weights and embeddings keep ``weight_decay = 0``: pulling a
-    bias or a LayerNorm gain towards 0 is not regularisation, and an embedding row is decayed at
-    every step whether or not its token occurs in the batch."""
-    exempt = (nn.Embedding, nn.LayerNorm, nn.BatchNorm1d, nn.BatchNorm2d, nn.GroupNorm)
+    """AdamW parameter groups by the weight-decay rule of the module docstring: the weight
+    matrices of :data:`DECAYED_LAYERS` with ``weight_decay``, every other parameter with 0."""
     decay, no_decay = [], []
     for module in model.modules():
         for name, param in module.named_parameters(recurse=False):
             if not param.requires_grad:
                 continue
-            matrix = param.dim() >= 2 and not name.startswith("bias")
-            (no_decay if isinstance(module, exempt) or not matrix else decay).append(param)
+            matrix = isinstance(module, DECAYED_LAYERS) and name.startswith("weight")
+            (decay if matrix else no_decay).append(param)
     return [
         {"params": decay, "weight_decay": weight_decay},
         {"params": no_decay, "weight_decay": 0.0},

@@ -224,6 +224,52 @@ def test_weight_decay_spares_biases_norms_and_embeddings():
     ]
 
 
+def book_models() -> dict[str, torch.nn.Module]:
+    from companion import (
+        GPT,
+        BERTModel,
+        EncoderDecoder,
+        TransformerDecoder,
+        TransformerEncoder,
+        ViT,
+    )
+    from companion.seq2seq import Seq2SeqAttentionDecoder, Seq2SeqEncoder
+
+    return {
+        "GPT": GPT(11, 8, 16, 2, 1, max_len=6),
+        "GPT untied": GPT(11, 8, 16, 2, 1, max_len=6, tie_weights=False, use_bias=True),
+        "BERT": BERTModel(11, 8, 16, 2, 1, 0.0, max_len=6),
+        "ViT": ViT(8, 2, 8, 16, 2, 1, 0.0, 0.0, in_channels=1),
+        "Transformer": EncoderDecoder(
+            TransformerEncoder(11, 8, 16, 2, 1, 0.0), TransformerDecoder(11, 8, 16, 2, 1, 0.0)
+        ),
+        "Bahdanau": EncoderDecoder(
+            Seq2SeqEncoder(11, 4, 8, 2), Seq2SeqAttentionDecoder(11, 4, 8, 2)
+        ),
+    }
+
+
+# Embedding tables and learned vectors, however stored: nn.Embedding or nn.Parameter. (ViT's
+# patch_embedding.conv is a layer: its weight is a matrix like any other.)
+EMBEDDINGS = ("embedding.weight", "pos_embedding", "cls_token")
+SPARED = ("bias", "ln", "norm", *EMBEDDINGS)
+
+
+@pytest.mark.parametrize("name", list(book_models()))
+def test_one_weight_decay_rule_on_every_model(name):
+    model = book_models()[name]
+    decay, no_decay = weight_decay_groups(model, 0.1)
+    names = {id(p): n for n, p in model.named_parameters()}
+    decayed = sorted(names[id(p)] for p in decay["params"])
+    spared = sorted(names[id(p)] for p in no_decay["params"])
+    assert sorted(decayed + spared) == sorted(names.values())  # each parameter once
+    assert decayed and not [n for n in decayed if any(word in n for word in SPARED)], decayed
+    embeddings = [n for n in names.values() if n.endswith(EMBEDDINGS)]
+    assert embeddings and set(embeddings) <= set(spared)
+    weights = {n for n, p in model.named_parameters() if p.dim() >= 2}
+    assert set(decayed) == weights - set(embeddings)  # every other matrix is a layer's weight
+
+
 @pytest.mark.parametrize("num_steps", [5, 10, 20])
 def test_a_warm_up_of_one_step_or_less_trains(num_steps, monkeypatch):
     """OneCycleLR divides by zero when the warm-up is exactly one step (10 steps at 0.1)."""
