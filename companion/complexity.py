@@ -16,10 +16,6 @@ process, from the growth of its resident set.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Sequence
 
@@ -31,7 +27,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from companion.attention import DotProductAttention
 from companion.device import get_device
 from companion.efficient import LinearAttention
-from companion.measure import memory_probe, synchronize, use_threads
+from companion.measure import memory_probe, run_in_fresh_process, synchronize, use_threads
 
 
 def conv1d_flops(n: int, d: int, k: int, batch: int = 1) -> int:
@@ -156,18 +152,6 @@ def peak_memory(
     """
     for name in implementations:
         attention_layer(name)  # a clear ValueError for an unknown name, here and not in a child
-    env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-    env["MALLOC_MMAP_THRESHOLD_"] = "65536"
     arguments = (list(implementations), list(lengths), batch, heads, head_size)
-    code = (
-        "import json\n"
-        "from companion.complexity import _peak_memory_worker\n"
-        f"print(json.dumps(_peak_memory_worker(*{arguments!r})))\n"
-    )
-    completed = subprocess.run(
-        [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True, check=True
-    )
-    measured = json.loads(completed.stdout.strip().splitlines()[-1])
+    measured = run_in_fresh_process("companion.complexity", "_peak_memory_worker", *arguments)
     return {name: {int(n): mib for n, mib in row.items()} for name, row in measured.items()}

@@ -9,9 +9,20 @@ Makefile does, so that measurements compare. :func:`synchronize` waits for a GPU
 before. On CUDA that is ``max_memory_allocated``; on Linux CPUs it is the growth of the
 process's resident set, read from its resettable high-water mark (``VmHWM``). Elsewhere
 (macOS, MPS) ``probe.available`` is False.
+
+:func:`run_in_fresh_process` calls a function in a new Python interpreter, so that nothing an
+earlier measurement allocated (memory, thread pools, caches) is resident when the next one
+starts.
 """
 
 from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -96,3 +107,34 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
     elif device.type == "mps":
         torch.mps.synchronize()
+
+
+# The directory that holds the ``companion`` package: a child process imports this very copy.
+PACKAGE_PARENT = Path(__file__).resolve().parent.parent
+
+
+def run_in_fresh_process(
+    module: str, function: str, *args: Any, release_freed_memory: bool = True
+) -> Any:
+    """``module.function(*args)`` in a new Python interpreter; returns its JSON-able result.
+
+    The child imports the same ``companion`` as this process (its parent directory goes first on
+    ``PYTHONPATH``). With ``release_freed_memory`` (for memory measurements), glibc hands every
+    freed block of 64 KiB or more straight back to the system (``MALLOC_MMAP_THRESHOLD_``), so
+    that the resident set shows what a step holds; timings leave the allocator as it is.
+    The arguments must be Python literals. A child that fails raises
+    ``subprocess.CalledProcessError`` (its ``returncode`` is negative when a signal killed it).
+    """
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_PARENT), env.get("PYTHONPATH")]))
+    if release_freed_memory:
+        env["MALLOC_MMAP_THRESHOLD_"] = "65536"
+    code = (
+        "import json\n"
+        f"from {module} import {function}\n"
+        f"print(json.dumps({function}(*{list(args)!r})))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True, check=True
+    )
+    return json.loads(completed.stdout.strip().splitlines()[-1])

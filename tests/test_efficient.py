@@ -3,13 +3,19 @@ against recurrent, masking, errors, gradients; and the peak-memory measurement."
 
 from __future__ import annotations
 
+import os
+import subprocess
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn.functional as F
 
+import companion
 from companion.attention import DotProductAttention
 from companion.complexity import IMPLEMENTATIONS, attention_layer, peak_memory
 from companion.efficient import LinearAttention, RecurrentState, feature_map
+from companion.measure import run_in_fresh_process
 from tests.masks import allowed, randn
 from tests.masks import lengths as _lengths
 
@@ -240,3 +246,17 @@ def test_peak_memory_sees_the_explicit_weights():
     assert measured["explicit"][1024] >= weights_mib
     assert measured["fused"][1024] < weights_mib / 4
     assert measured["linear"][1024] < weights_mib / 2
+
+
+def test_a_fresh_process_imports_this_companion():
+    """The child finds the package this process imported first on its path (the directory above
+    ``companion/``, not ``companion/`` itself), whatever its working directory."""
+    path = run_in_fresh_process("os", "getenv", "PYTHONPATH")
+    assert path.split(os.pathsep)[0] == str(Path(companion.__file__).resolve().parent.parent)
+    assert run_in_fresh_process("os", "getenv", "MALLOC_MMAP_THRESHOLD_") == "65536"
+    variable = "MALLOC_MMAP_THRESHOLD_"
+    kept = run_in_fresh_process("os", "getenv", variable, release_freed_memory=False)
+    assert kept == os.environ.get(variable)
+    with pytest.raises(subprocess.CalledProcessError) as failed:
+        run_in_fresh_process("sys", "exit", 3)
+    assert failed.value.returncode == 3

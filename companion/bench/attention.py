@@ -50,11 +50,8 @@ measurements to read, not assertions.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Sequence
 
@@ -64,7 +61,7 @@ from torch import nn
 from companion.attention import MultiHeadAttention
 from companion.bench.common import device_name, load_average, log
 from companion.device import get_device
-from companion.measure import memory_probe, synchronize, use_threads
+from companion.measure import memory_probe, run_in_fresh_process, synchronize, use_threads
 
 BATCH, HIDDENS, HEADS = 8, 256, 8
 LENGTHS = (128, 512, 1024, 4096)
@@ -202,26 +199,16 @@ def _attention_worker(n: int, mode: str) -> dict:
 
 def _run_worker(n: int, mode: str) -> dict:
     """Run :func:`_attention_worker` in a fresh interpreter; a crash becomes a skip reason."""
-    env = dict(os.environ)
-    # The child imports this very companion, wherever the parent found it.
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-    if mode == "memory":  # glibc hands every freed block of 64 KiB or more straight back
-        env.setdefault("MALLOC_MMAP_THRESHOLD_", "65536")
-    code = (
-        "import json\n"
-        "from companion.bench.attention import _attention_worker\n"
-        f"print(json.dumps(_attention_worker({n}, {mode!r})))\n"
-    )
-    completed = subprocess.run(
-        [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True
-    )
-    if completed.returncode != 0:
-        why = f"{mode} run failed (exit status {completed.returncode}"
-        why += ", killed: out of memory?)" if completed.returncode in (-9, 137) else ")"
+    try:
+        return run_in_fresh_process(
+            "companion.bench.attention", "_attention_worker", n, mode,
+            release_freed_memory=mode == "memory",
+        )
+    except subprocess.CalledProcessError as failed:
+        why = f"{mode} run failed (exit status {failed.returncode}"
+        why += ", killed: out of memory?)" if failed.returncode in (-9, 137) else ")"
         log(f"  n={n}: {why}")
         return {name: {"skipped": why} for name in IMPLEMENTATIONS}
-    return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
 def _attention_length(n: int) -> dict[str, dict]:
