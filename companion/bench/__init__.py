@@ -7,6 +7,9 @@
   replaced, and no cache (:mod:`companion.bench.decode`).
 - ``tokenizer``: training time of companion's byte-level BPE on about 1 MB, and its encode
   throughput against tiktoken's with the same merges (:mod:`companion.bench.tokenizer`).
+- ``ablation``: the gap to the entropy floor of the GPT-2 block, each modern change and all of
+  them, at equal parameters and steps; writes ``book/data/ablation.json``
+  (:mod:`companion.bench.ablation`).
 
 They print measured numbers; no test times anything.
 """
@@ -16,13 +19,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
-from companion.bench import attention, decode, tokenizer, train
+from companion.bench import ablation, attention, decode, tokenizer, train
 
 BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
     "attention": attention.main,
     "train": train.main,
     "decode": decode.main,
     "tokenizer": tokenizer.main,
+    "ablation": ablation.main,
 }
 DEFAULT = "attention"
 
