@@ -144,3 +144,22 @@ def test_without_a_seed_every_call_draws_other_inputs(capsys):
     if the operating system hands out the same 62-bit seed twice (odds 2**-62)."""
     firsts = [inputs_seen("check_gaussian_weights", seed=None)[0] for _ in range(2)]
     assert firsts[0] != firsts[1]
+
+
+def test_a_seed_that_is_not_an_integer_is_refused():
+    with pytest.raises(TypeError, match="seed must be an int or None; got '3'"):
+        check_gaussian_weights(lambda q, k, b: None, seed="3")
+
+
+def test_a_mistake_that_gives_nan_is_still_named(capsys):
+    """A mask that hides every key of a query gives NaN; the mistake that does so is named."""
+
+    def make_inputs(generator):
+        return (torch.randn(3, 4, generator=generator),)
+
+    def hide_row_0(x):
+        return x.masked_fill(torch.arange(3)[:, None] == 0, float("-inf")).softmax(dim=-1)
+
+    mistakes = [(hide_row_0, "row 0 is hidden")]
+    assert not check(hide_row_0, lambda x: x.softmax(dim=-1), make_inputs, mistakes, seed=0)
+    assert capsys.readouterr().out == "hint: row 0 is hidden\n"

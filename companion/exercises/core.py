@@ -36,7 +36,11 @@ EXTRA_TRIALS = 5  # fresh inputs that decide between mistakes which agree on one
 def first_seed(seed: int | None) -> int:
     """The seed of a checker's first trial: ``seed``, or a fresh one from the operating system
     when ``seed`` is ``None`` (what a student gets: other inputs on every call)."""
-    return secrets.randbits(62) if seed is None else seed
+    if seed is None:
+        return secrets.randbits(62)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int or None; got {seed!r}")
+    return seed
 
 
 def seeded_generator(seed: int) -> torch.Generator:
@@ -173,6 +177,8 @@ def _tensor_difference(got, expected: torch.Tensor, atol: float) -> str | None:
 
 
 def _same(got, wrong, atol: float) -> bool:
+    """Whether ``got`` is what a mistake computes, ``wrong``: a NaN where the mistake has a NaN
+    counts as equal (a mask that hides every key of a query gives one)."""
     if isinstance(wrong, tuple):
         return (
             isinstance(got, tuple | list)
@@ -182,7 +188,7 @@ def _same(got, wrong, atol: float) -> bool:
     return (
         isinstance(got, torch.Tensor)
         and got.shape == wrong.shape
-        and torch.allclose(got.detach().to(wrong.dtype), wrong, atol=atol)
+        and torch.allclose(got.detach().to(wrong.dtype), wrong, atol=atol, equal_nan=True)
     )
 
 
