@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import copy
 import random
-import secrets
 from collections.abc import Callable, Sequence
 
-from companion.exercises.core import run_student
+from companion.exercises.core import first_seed, run_student
 from companion.tokenizer import Pair, merge, train_merges
 
 Mistake = tuple[Callable[..., object], str]
@@ -37,9 +36,9 @@ def _check(
 ) -> bool:
     """Run both functions on ``trials`` inputs; print ``pass`` or the first mistake's hint."""
     name = getattr(student_fn, "__name__", "your function")
-    first_seed = secrets.randbits(62) if seed is None else seed
+    start = first_seed(seed)
     for trial in range(trials):
-        inputs = make_inputs(random.Random(first_seed + trial))
+        inputs = make_inputs(random.Random(start + trial))
         expected = reference_fn(*inputs)
         untouched = copy.deepcopy(inputs)
         got, verdict = run_student(student_fn, *inputs)
@@ -54,7 +53,7 @@ def _check(
             return False
         if got == expected:
             continue
-        hint = _explain(student_fn, got, inputs, mistakes, make_inputs, first_seed + trials)
+        hint = _explain(student_fn, got, inputs, mistakes, make_inputs, start + trials)
         shown = ", ".join(map(repr, inputs))
         print(f"hint: {hint or 'the ids differ'}; on ({shown}) expected {expected}, got {got}")
         return False
