@@ -27,6 +27,7 @@ from companion.exercises.pretraining import (
 )
 from companion.exercises.scoring import check_masked_softmax, check_scaled_dot_product
 from companion.exercises.self_attention import check_graph_attention_mask, check_self_attention
+from companion.exercises.tokenization import check_encode, check_merge
 from companion.exercises.transformer import (
     check_cached_attention,
     check_causal_mask,
@@ -44,6 +45,7 @@ __all__ = [
     "check_causal_linear_attention",
     "check_causal_mask",
     "check_cls_attention_map",
+    "check_encode",
     "check_gather_positions",
     "check_gaussian_weights",
     "check_graph_attention_mask",
@@ -54,6 +56,7 @@ __all__ = [
     "check_linear_attention",
     "check_mask_sentence",
     "check_masked_softmax",
+    "check_merge",
     "check_merge_heads",
     "check_mlm_loss",
     "check_patchify",
