@@ -80,6 +80,16 @@ def _ranges(keep: Callable[[str], bool]) -> str:
 
 
 @functools.cache
+def _classes() -> dict[str, str]:
+    """The inside of ``[...]`` for letters, numbers and whitespace, from :mod:`unicodedata`."""
+    return {
+        r"\p{L}": _ranges(lambda c: unicodedata.category(c).startswith("L")),
+        r"\p{N}": _ranges(lambda c: unicodedata.category(c).startswith("N")),
+        r"\s": _ranges(str.isspace),
+    }
+
+
+@functools.cache
 def spell_out(pattern: str) -> str:
     """``pattern`` with ``\\p{L}``, ``\\p{N}``, ``\\s`` and ``\\S`` as explicit character ranges.
 
@@ -89,11 +99,9 @@ def spell_out(pattern: str) -> str:
     """
     if not isinstance(pattern, str):
         raise TypeError(f"pattern must be a str, got {type(pattern).__name__}")
-    classes = {
-        r"\p{L}": _ranges(lambda c: unicodedata.category(c).startswith("L")),
-        r"\p{N}": _ranges(lambda c: unicodedata.category(c).startswith("N")),
-        r"\s": _ranges(str.isspace),
-    }
+    if re.search(r"\\p(?!\{[LN]\})", pattern):
+        raise ValueError(f"pattern: only \\p{{L}} and \\p{{N}} are supported: {pattern!r}")
+    classes = _classes()
     out, inside_class, i = [], False, 0
     while i < len(pattern):
         name = next((n for n in (*classes, r"\S") if pattern.startswith(n, i)), None)
@@ -103,8 +111,6 @@ def spell_out(pattern: str) -> str:
             out.append("[^" + classes[r"\s"] + "]")
         elif name is not None:
             out.append(classes[name] if inside_class else f"[{classes[name]}]")
-        elif pattern.startswith(r"\p", i):
-            raise ValueError(f"pattern: only \\p{{L}} and \\p{{N}} are supported: {pattern!r}")
         else:
             name = pattern[i : i + 2] if pattern[i] == "\\" else pattern[i]  # one escape or char
             inside_class = (inside_class or name == "[") and name != "]"
