@@ -136,16 +136,7 @@ class Seq2SeqDecoder(nn.Module):
 
     def init_state(self, enc_all_outputs: tuple[torch.Tensor, torch.Tensor], *args: Any) -> State:
         outputs, hidden_state = enc_all_outputs  # (T, batch, H), (num_layers, batch, H)
-        rnn = self.rnn.rnn
-        expected = (
-            (rnn.num_layers, outputs.shape[1], rnn.hidden_size) if outputs.dim() == 3 else None
-        )
-        if outputs.shape[-1] != rnn.hidden_size or tuple(hidden_state.shape) != expected:
-            raise ValueError(
-                f"enc_all_outputs must be (outputs (num_steps, batch, {rnn.hidden_size}), state "
-                f"({rnn.num_layers}, batch, {rnn.hidden_size})); got {tuple(outputs.shape)} and "
-                f"{tuple(hidden_state.shape)}"
-            )
+        _check_encoder_state(outputs, hidden_state, self.rnn.rnn, "enc_all_outputs")
         return [outputs, hidden_state]
 
     def forward(self, X: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
@@ -212,14 +203,7 @@ class Seq2SeqAttentionDecoder(nn.Module):
         self, enc_outputs: tuple[torch.Tensor, torch.Tensor], enc_valid_lens: torch.Tensor | None
     ) -> State:
         outputs, hidden_state = enc_outputs  # (T, batch, H), (num_layers, batch, H)
-        layers, hiddens = self.rnn.num_layers, self.rnn.hidden_size
-        expected = (layers, outputs.shape[1], hiddens) if outputs.dim() == 3 else None
-        if outputs.shape[-1] != hiddens or tuple(hidden_state.shape) != expected:
-            raise ValueError(
-                f"enc_outputs must be (outputs (num_steps, batch, {hiddens}), state "
-                f"({layers}, batch, {hiddens})); got {tuple(outputs.shape)} and "
-                f"{tuple(hidden_state.shape)}"
-            )
+        _check_encoder_state(outputs, hidden_state, self.rnn, "enc_outputs")
         # Batch-first outputs, and a cache for their projections: (batch, T, H)
         return outputs.permute(1, 0, 2), hidden_state, enc_valid_lens, KVCache(static=True)
 
@@ -251,6 +235,21 @@ class Seq2SeqAttentionDecoder(nn.Module):
     @property
     def attention_weights(self) -> list[torch.Tensor]:
         return self._attention_weights
+
+
+def _check_encoder_state(
+    outputs: torch.Tensor, hidden_state: torch.Tensor, rnn: nn.GRU, name: str
+) -> None:
+    """What the encoder hands a GRU decoder: outputs ``(num_steps, batch, H)`` and the state
+    ``(num_layers, batch, H)``, with the decoder GRU's ``H`` and ``num_layers``."""
+    layers, hiddens = rnn.num_layers, rnn.hidden_size
+    expected = (layers, outputs.shape[1], hiddens) if outputs.dim() == 3 else None
+    if outputs.shape[-1] != hiddens or tuple(hidden_state.shape) != expected:
+        raise ValueError(
+            f"{name} must be (outputs (num_steps, batch, {hiddens}), state "
+            f"({layers}, batch, {hiddens})); got {tuple(outputs.shape)} and "
+            f"{tuple(hidden_state.shape)}"
+        )
 
 
 def _beams_per_example(X: torch.Tensor, batch_size: int, hidden_state: torch.Tensor) -> int:
