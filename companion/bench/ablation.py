@@ -118,6 +118,16 @@ def gap_to_floor(
     return cross_entropy_per_token(model, data["test"]) - data["floor"]
 
 
+def load_results(path: Path = OUTPUT) -> dict[str, Any]:
+    """The committed results of this benchmark (``book/data/ablation.json`` in a checkout)."""
+    if not path.exists():
+        raise FileNotFoundError(
+            f"no ablation results at {path}: run `python -m companion.bench ablation` in a "
+            "checkout of the book's repository"
+        )
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
 def _table(results: dict) -> list[str]:
     baseline = results["variants"]["GPT-2 block"]["gaps"]
     lines = [
