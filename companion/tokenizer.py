@@ -191,7 +191,7 @@ def train_merges(
     merges: list[Pair] = []
     while len(merges) < num_merges and heap:
         minus_n, a, b = heapq.heappop(heap)
-        if pair_counts.get((a, b), 0) != -minus_n or minus_n == 0:
+        if pair_counts.get((a, b)) != -minus_n:
             continue  # a stale heap entry: this pair's count changed since it was pushed
         pair, new_id = (a, b), 256 + len(merges)
         merges.append(pair)
