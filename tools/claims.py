@@ -47,6 +47,7 @@ from tools.record import ROOT, run_environment
 CLAIMS_PATH = "book/claims.json"  # relative to the book's root
 CLAIMS = ROOT / CLAIMS_PATH
 SETUP_CELL_TAG = "remove-cell"  # the Colab set-up cell, which changes with the release tag
+DIAGRAM_PREFIX = "fig-diagram-"  # the names of schematic figures (companion.diagrams)
 FOREIGN_NUMERICS = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}
 
 
@@ -97,13 +98,22 @@ def trained_notebooks(root: Path = ROOT) -> list[Path]:
     ]
 
 
+def is_diagram(cell) -> bool:
+    """A cell that only draws a schematic figure (``fig-diagram-...``, companion.diagrams)."""
+    figure = cell.metadata.get("mystnb", {}).get("figure", {})
+    return str(figure.get("name", "")).startswith(DIAGRAM_PREFIX)
+
+
 def code_sha256(notebook) -> str:
-    """A fingerprint of a notebook's code (outputs and the set-up cell left out): a sweep
-    describes the code it ran, so any change of code makes its entry stale."""
+    """A fingerprint of a notebook's code: a sweep describes the code it ran, so any change of
+    code makes its entry stale. Left out: outputs, the set-up cell, and schematic-figure cells,
+    which draw boxes and arrows and train nothing."""
     sources = [
         cell.source
         for cell in notebook.cells
-        if cell.cell_type == "code" and SETUP_CELL_TAG not in cell.metadata.get("tags", [])
+        if cell.cell_type == "code"
+        and SETUP_CELL_TAG not in cell.metadata.get("tags", [])
+        and not is_diagram(cell)
     ]
     return hashlib.sha256("\n\0".join(sources).encode()).hexdigest()
 
