@@ -71,9 +71,8 @@ def test_cpu_name_is_what_the_system_reports():
 def test_thread_count_comes_from_the_environment_or_the_default(
     monkeypatch, value, default, expected
 ):
-    from companion.repro import DEFAULT_THREADS, configured_threads
+    from companion.repro import configured_threads
 
-    assert DEFAULT_THREADS == 2
     if value is None:
         monkeypatch.delenv("COMPANION_NUM_THREADS", raising=False)
     else:

@@ -25,10 +25,6 @@ def companion_sources() -> list[Path]:
     return sorted((ROOT / "companion").rglob("*.py"))
 
 
-def test_the_book_defines_labels():
-    assert {"sec-attention-scoring", "sec-transformer"} <= book_labels()
-
-
 def test_every_label_a_module_cites_exists_in_the_book():
     labels = book_labels()
     missing = {

@@ -73,7 +73,6 @@ def test_the_running_python_is_a_supported_one():
 
 def test_supported_pythons_agree_everywhere():
     supported = supported_pythons()
-    assert supported == ["3.11", "3.12"]
     ci = yaml.safe_load((ROOT / ".github" / "workflows" / "ci.yml").read_text())
     (job,) = ci["jobs"].values()
     assert job["strategy"]["matrix"]["python"] == supported

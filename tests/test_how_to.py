@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from companion.device import CHOICES as DEVICE_CHOICES
+from companion.device import DEVICE_VARIABLE
 from tools.record import ROOT
 
 PAGE = ROOT / "book" / "how-to-use.md"
@@ -37,10 +39,11 @@ def shown_commands() -> list[str]:
 
 
 COMMANDS = shown_commands()
+JUPYTER_LAB = ".venv/bin/jupyter lab"
 
 
 def test_the_page_shows_the_commands_a_reader_needs():
-    assert {"make setup", "make book", "make test", ".venv/bin/jupyter lab"} <= set(COMMANDS)
+    assert {"make setup", "make book", "make test", JUPYTER_LAB} <= set(COMMANDS)
 
 
 def _environment(assignments: list[str]) -> dict[str, str]:
@@ -120,7 +123,13 @@ def test_each_command_of_the_page_runs(command, tmp_path):
             assert done.returncode == 0, done.stderr
             return
         run_make(words[1], environment)
-    elif words == [".venv/bin/jupyter", "lab"]:
+    elif words == JUPYTER_LAB.split() and assignments and JUPYTER_LAB in COMMANDS:
+        # The server starts as for the plain command (its own case, one launch is enough);
+        # what is new is the variable: one companion reads, with a value it accepts.
+        for name, value in (a.split("=", 1) for a in assignments):
+            assert name == DEVICE_VARIABLE, f"{command}: companion does not read {name}"
+            assert value in DEVICE_CHOICES, f"{command}: {name}={value} is not a choice"
+    elif words == JUPYTER_LAB.split():
         run_jupyter_lab(environment, tmp_path)
     else:
         pytest.fail(f"the how-to page shows {command!r}: teach this test to run it")
