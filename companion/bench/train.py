@@ -9,7 +9,8 @@ The final score is then measured on the test split, whose sources training never
 The models of "Transformers today" each bring their own recipe, a ``time_to_quality(seed,
 device)`` in their module (:data:`MODEL_RECIPES`): the language model trains until its
 validation cross-entropy is within a stated gap of the language's entropy floor, the pretrained
-BERT fine-tunes to a stated accuracy and the ViT trains to a test accuracy of 0.95. Their
+BERT fine-tunes to a stated accuracy and the ViT trains until its validation accuracy has
+been 0.95 three epochs in a row; each is then scored on its test split. Their
 seconds count training and evaluation after the data are built (BERT's include pretraining).
 """
 
