@@ -66,6 +66,7 @@ from companion.train import sequence_loss, train_seq2seq
 from companion.transformer import (
     AddNorm,
     PositionWiseFFN,
+    PreNormBlock,
     TransformerDecoder,
     TransformerDecoderBlock,
     TransformerEncoder,
@@ -101,6 +102,7 @@ __all__ = [
     "NextSentencePred",
     "PatchEmbedding",
     "PositionWiseFFN",
+    "PreNormBlock",
     "Seq2SeqAttentionDecoder",
     "Seq2SeqDecoder",
     "Seq2SeqEncoder",
