@@ -250,7 +250,7 @@ class AdditiveAttention(KeepsWeights):
         return self.dropout(self._attention_weights) @ values  # (batch, queries, v)
 
 
-def _linear(in_features: int | None, out_features: int, bias: bool = False) -> nn.Module:
+def _linear(in_features: int | None, out_features: int, bias: bool = False) -> nn.Linear:
     """``nn.Linear`` when the input size is known, else d2l's ``nn.LazyLinear`` (the first call
     fixes it). Either way the parameters are ``weight`` (and ``bias``), as in d2l. Every layer
     of companion with an optional input size builds its linear maps with this."""
@@ -359,6 +359,8 @@ def record_attention(model: nn.Module) -> Iterator[nn.Module]:
     layer. Each layer's previous setting is restored on exit. (Additive attention always keeps
     its weights.)
     """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}")
     layers = [m for m in model.modules() if isinstance(m, KeepsWeights)]
     before = [layer.need_weights for layer in layers]
     for layer in layers:

@@ -41,6 +41,9 @@ from companion.checks import check_positive
 from companion.train import eval_mode
 
 State = Any  # whatever a decoder's init_state returns: tensors in tuples, lists or dicts
+# A decoder with d2l's protocol (above): decoder(X, state), init_state, maybe reorder_state and
+# attention_weights. Any module may follow it, so for the type checker it is Any.
+Decoder = Any
 EOS_CHECK_EVERY = 8  # steps between the (syncing) checks for the end on an accelerator
 
 
@@ -84,7 +87,7 @@ def _detached(weights: Any) -> Any:
     return weights
 
 
-def _reorder_state(decoder: nn.Module, state: State, index: torch.Tensor, rows: int) -> State:
+def _reorder_state(decoder: Decoder, state: State, index: torch.Tensor, rows: int) -> State:
     """The state of batch rows ``index`` (a state with ``rows`` rows): the decoder's own
     ``reorder_state`` if it has one, else every tensor indexed on axis 0."""
     if hasattr(decoder, "reorder_state"):
@@ -148,9 +151,14 @@ def _vocab_size(decoder: nn.Module) -> int | None:
     return embedding.num_embeddings if isinstance(embedding, nn.Embedding) else None
 
 
-def _step_log_probs(model: nn.Module, last: torch.Tensor, state: State, eos_id: int | None):
+def _encoder_decoder(model: nn.Module) -> tuple[Any, Decoder]:
+    """``model.encoder`` and ``model.decoder``, which follow d2l's protocol."""
+    return model.encoder, model.decoder
+
+
+def _step_log_probs(decoder: Decoder, last: torch.Tensor, state: State, eos_id: int | None):
     """One decoder step: the log-probabilities ``(rows, vocab_size)`` of the next token."""
-    Y, state = model.decoder(last, state)  # (rows, 1, vocab_size)
+    Y, state = decoder(last, state)  # (rows, 1, vocab_size)
     if eos_id is not None and not eos_id < Y.shape[-1]:
         raise ValueError(f"eos_id {eos_id} is outside the vocabulary [0, {Y.shape[-1]})")
     return F.log_softmax(Y[:, -1].float(), dim=-1), state
@@ -169,14 +177,15 @@ def decode_steps(
     """Greedy decoding (or forced: ``forced[:, t]`` is the token of step t). Returns the ids and
     log-probabilities ``(batch, steps)`` and the attention weights of every step. With
     ``eos_id``, finished rows emit ``<eos>`` at no cost and decoding stops once all are done."""
+    encoder, decoder = _encoder_decoder(model)
     with _inference(model, save_attention_weights):
-        enc_all_outputs = model.encoder(src, src_valid_len)
-        state = model.decoder.init_state(enc_all_outputs, src_valid_len)
+        enc_all_outputs = encoder(src, src_valid_len)
+        state = decoder.init_state(enc_all_outputs, src_valid_len)
         last = bos.reshape(-1, 1)  # (batch, 1)
         finished = torch.zeros(last.shape[0], dtype=torch.bool, device=last.device)
         tokens, log_probs, weights = [], [], []
         for t in range(num_steps):
-            step, state = _step_log_probs(model, last, state, eos_id)  # (batch, vocab_size)
+            step, state = _step_log_probs(decoder, last, state, eos_id)  # (batch, vocab_size)
             token = step.argmax(dim=-1) if forced is None else forced[:, t]  # (batch,)
             log_prob = step.gather(1, token[:, None]).squeeze(1)  # (batch,)
             if eos_id is not None:
@@ -186,7 +195,7 @@ def decode_steps(
             tokens.append(token)
             log_probs.append(log_prob)
             if save_attention_weights:
-                weights.append(_detached(model.decoder.attention_weights))
+                weights.append(_detached(decoder.attention_weights))
             last = token[:, None]
             if _all_finished(finished, t):
                 break
@@ -218,7 +227,8 @@ def greedy_decode(
     Decodes at most ``num_steps`` tokens per example, stops an example at its ``<eos>`` and
     the batch when all have stopped. See :class:`Decoded` for what comes back.
     """
-    _check_decode_args(model.decoder, src, src_valid_len, num_steps, bos_id=bos_id, eos_id=eos_id)
+    _, decoder = _encoder_decoder(model)
+    _check_decode_args(decoder, src, src_valid_len, num_steps, bos_id=bos_id, eos_id=eos_id)
     bos = torch.full((src.shape[0],), bos_id, dtype=torch.long, device=src.device)
     tokens, log_probs, weights = decode_steps(
         model, src, src_valid_len, bos, num_steps, eos_id, None, save_attention_weights
@@ -247,17 +257,18 @@ def beam_search(
     attention weights of the best sequences come from decoding them once more, so they have
     the layout that :func:`greedy_decode` gives. Arguments as :func:`greedy_decode`.
     """
-    _check_decode_args(model.decoder, src, src_valid_len, num_steps, bos_id=bos_id, eos_id=eos_id)
+    encoder, decoder = _encoder_decoder(model)
+    _check_decode_args(decoder, src, src_valid_len, num_steps, bos_id=bos_id, eos_id=eos_id)
     if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
         raise ValueError(f"beam_size must be a positive integer; got {beam_size!r}")
     if not length_penalty >= 0:
         raise ValueError(f"length_penalty must be >= 0; got {length_penalty}")
     batch_size, K, device = src.shape[0], beam_size, src.device
     with _inference(model, save_attention_weights=False):
-        state = model.decoder.init_state(model.encoder(src, src_valid_len), src_valid_len)
+        state = decoder.init_state(encoder(src, src_valid_len), src_valid_len)
         rows = torch.arange(batch_size, device=device)
         # K rows per example from now on (the encoder's part of the state stays one per example)
-        state = _reorder_state(model.decoder, state, rows.repeat_interleave(K), batch_size)
+        state = _reorder_state(decoder, state, rows.repeat_interleave(K), batch_size)
         log_probs = torch.full((batch_size, K), float("-inf"), device=device)
         log_probs[:, 0] = 0.0  # at first only one live beam per example: (batch, K)
         lengths = torch.zeros(batch_size, K, dtype=torch.long, device=device)
@@ -265,7 +276,7 @@ def beam_search(
         tokens = torch.zeros(batch_size, K, 0, dtype=torch.long, device=device)
         last = torch.full((batch_size * K, 1), bos_id, dtype=torch.long, device=device)
         for t in range(num_steps):
-            step, state = _step_log_probs(model, last, state, eos_id)  # (batch * K, vocab)
+            step, state = _step_log_probs(decoder, last, state, eos_id)  # (batch * K, vocab)
             step = step.reshape(batch_size, K, -1)  # (batch, K, vocab_size)
             frozen = torch.full_like(step[0, 0], float("-inf"))
             frozen[eos_id] = 0.0  # a finished beam goes on with <eos>, at no cost
@@ -281,14 +292,14 @@ def beam_search(
             history = tokens.gather(1, parent[..., None].expand(-1, -1, t))  # (batch, K, t)
             tokens = torch.cat((history, token[..., None]), dim=-1)  # (batch, K, t + 1)
             index = (rows[:, None] * K + parent).reshape(-1)  # (batch * K,): parent rows
-            state = _reorder_state(model.decoder, state, index, batch_size * K)
+            state = _reorder_state(decoder, state, index, batch_size * K)
             last = token.reshape(-1, 1)  # (batch * K, 1)
             if _all_finished(finished, t):
                 break
     final = log_probs / lengths.clamp(min=1).float() ** length_penalty  # (batch, K)
     top = final.argmax(dim=1)  # (batch,)
     best_tokens = tokens[rows, top]  # (batch, steps)
-    weights = []
+    weights: list[Any] = []
     if save_attention_weights:  # decode the winners once more, keeping the weights
         bos = torch.full((batch_size,), bos_id, dtype=torch.long, device=device)
         _, _, weights = decode_steps(

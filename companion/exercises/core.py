@@ -27,7 +27,8 @@ from typing import Any
 import torch
 
 Inputs = tuple
-Mistake = tuple[Callable[..., torch.Tensor], str]  # (what the mistake computes, its hint)
+Output = torch.Tensor | tuple[torch.Tensor, ...]  # one output, or several (a decoder step)
+Mistake = tuple[Callable[..., Output], str]  # (what the mistake computes, its hint)
 ShapeHint = tuple[Callable[..., tuple[int, ...]], str]  # (a wrong shape for these inputs, hint)
 
 EXTRA_TRIALS = 5  # fresh inputs that decide between mistakes which agree on one input
@@ -50,8 +51,8 @@ def seeded_generator(seed: int) -> torch.Generator:
 
 
 def check(
-    student_fn: Callable[..., torch.Tensor],
-    reference_fn: Callable[..., torch.Tensor],
+    student_fn: Callable[..., Output],
+    reference_fn: Callable[..., Output],
     make_inputs: Callable[[torch.Generator], Inputs],
     mistakes: Sequence[Mistake] = (),
     trials: int = 5,
