@@ -25,6 +25,8 @@ from typing import NamedTuple, cast, overload
 
 import torch
 
+from companion.checks import check_positive
+
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)  # indices 0, 1, 2, 3 in every Vocab
 
@@ -275,8 +277,7 @@ def batches(
     (torch's global generator if None), so a seeded generator gives the same batches each run.
     A :class:`TranslationArrays` yields :class:`TranslationArrays` batches.
     """
-    if batch_size <= 0:
-        raise ValueError(f"batch_size must be positive; got {batch_size}")
+    check_positive(batch_size=batch_size)
     if not arrays:
         raise ValueError("arrays is empty; expected a tuple of tensors")
     num_rows = len(arrays[0])

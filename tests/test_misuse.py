@@ -189,6 +189,11 @@ MISUSES = [
      r"X must be floating point, like the layer; got torch.int64"),
     ("float64 images", lambda: vit()(torch.ones(2, 1, 8, 8, dtype=torch.float64)), ValueError,
      r"X must have the layer's dtype torch.float32; got torch.float64"),
+    # data and tools
+    ("batch_size=2.0", lambda: list(C.batches((torch.ones(3, 2),), 2.0)), ValueError,
+     r"batch_size must be a positive integer; got 2.0"),
+    ("record_attention on something not a model", lambda: C.record_attention(5).__enter__(),
+     TypeError, r"model must be a torch.nn.Module; got int"),
     # training
     ("num_epochs=1.5",
      lambda: fit(nn.Linear(2, 2), lambda: [(torch.ones(1, 2),)], lambda m, b: m(b[0]).sum(),

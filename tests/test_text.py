@@ -224,7 +224,7 @@ def test_batches_keep_named_fields():
 
 
 def test_batches_rejects_bad_input():
-    with pytest.raises(ValueError, match="batch_size must be positive; got 0"):
+    with pytest.raises(ValueError, match="batch_size must be a positive integer; got 0"):
         batches((torch.zeros(3),), 0)
     with pytest.raises(ValueError, match=r"same number of rows; got shapes \[\(3,\), \(2,\)\]"):
         batches((torch.zeros(3), torch.zeros(2)), 2)
