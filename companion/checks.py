@@ -100,7 +100,7 @@ def describe_shapes(**tensors: torch.Tensor) -> str:
     return ", ".join(f"{name} {tuple(t.shape)}" for name, t in tensors.items())
 
 
-def check_in_features(**inputs: tuple[nn.Module, torch.Tensor]) -> None:
+def check_in_features(**inputs: tuple[nn.Linear, torch.Tensor]) -> None:
     """Each input must have the feature size, the dtype and the device its linear layer takes,
     e.g. ``check_in_features(queries=(self.W_q, queries))``. A lazy layer not yet materialised
     takes any size (its first call fixes it); under autocast any floating dtype goes."""

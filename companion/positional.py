@@ -27,6 +27,8 @@ class PositionalEncoding(nn.Module):
     plain attribute) still loads with ``strict=True``.
     """
 
+    P: torch.Tensor  # (1, max_len, num_hiddens): a buffer, moved with the module
+
     def __init__(self, num_hiddens: int, dropout: float, max_len: int = 1000) -> None:
         super().__init__()
         check_positive(num_hiddens=num_hiddens, max_len=max_len)

@@ -91,6 +91,8 @@ def make_splits(recipe: Recipe, seed: int) -> Splits:
 def build_model(recipe: Recipe, src_vocab: Vocab, tgt_vocab: Vocab) -> EncoderDecoder:
     """The recipe's encoder-decoder, initialised on the CPU."""
     hiddens, layers = recipe.num_hiddens, recipe.num_layers
+    encoder: nn.Module
+    decoder: nn.Module
     if recipe.model == "bahdanau":
         encoder = Seq2SeqEncoder(len(src_vocab), hiddens, hiddens, layers, recipe.dropout)
         decoder = Seq2SeqAttentionDecoder(len(tgt_vocab), hiddens, hiddens, layers, recipe.dropout)

@@ -27,7 +27,7 @@ from torch.nn.parameter import UninitializedParameter
 
 from companion.attention import AdditiveAttention, KVCache
 from companion.checks import check_dropout, check_positive, check_token_ids
-from companion.decoding import Decoded, State, decode, decode_steps
+from companion.decoding import Decoded, Decoder, State, decode, decode_steps
 from companion.train import sequence_loss
 
 
@@ -275,7 +275,7 @@ class EncoderDecoder(nn.Module):
     def __init__(self, encoder: nn.Module, decoder: nn.Module) -> None:
         super().__init__()
         self.encoder = encoder
-        self.decoder = decoder
+        self.decoder: Decoder = decoder  # init_state and all: d2l's protocol, duck-typed
 
     def forward(self, enc_X: torch.Tensor, dec_X: torch.Tensor, *args: Any) -> torch.Tensor:
         enc_all_outputs = self.encoder(enc_X, *args)

@@ -93,7 +93,8 @@ DECAYED_LAYERS = (nn.Linear, nn.Bilinear, nn.modules.conv._ConvNd, nn.RNNBase)
 def weight_decay_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
     """AdamW parameter groups by the weight-decay rule of the module docstring: the weight
     matrices of :data:`DECAYED_LAYERS` with ``weight_decay``, every other parameter with 0."""
-    decay, no_decay = [], []
+    decay: list[nn.Parameter] = []
+    no_decay: list[nn.Parameter] = []
     for module in model.modules():
         for name, param in module.named_parameters(recurse=False):
             if not param.requires_grad:

@@ -54,6 +54,7 @@ import statistics
 import subprocess
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import torch
 from torch import nn
@@ -126,7 +127,7 @@ def _attention_steps(n: int, device: torch.device) -> dict[str, Callable[[], Non
         model = MultiHeadAttention(HIDDENS, HEADS, 0.0, need_weights=name == "explicit")
         model.load_state_dict(state)
         model.to(device)
-        steps[name] = step(model, lambda model=model: model(X, X, X, valid_lens))
+        steps[name] = step(model, partial(model, X, X, X, valid_lens))
 
     def torch_forward() -> torch.Tensor:
         return reference(X, X, X, key_padding_mask=key_padding_mask, need_weights=False)[0]

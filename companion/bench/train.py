@@ -43,7 +43,7 @@ def _table(titles: Sequence[str], rows: list[tuple[str, ...]]) -> list[str]:
 
 def model_rows(names: Sequence[str], seed: int, device: torch.device) -> list[tuple[str, ...]]:
     """One row per model recipe: what it trains, its target, seconds and held-out score."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for name in names:
         log(f"[train] {name}")
         result = importlib.import_module(MODEL_RECIPES[name]).time_to_quality(seed, device)
@@ -68,7 +68,7 @@ def main(argv: Sequence[str]) -> int:
     device = get_device()
     threads = use_threads(device)
     load_before = load_average()
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for name in args.recipes:
         log(f"[train] {name}")
         result = run_recipe(name, seed=args.seed, device=device)

@@ -79,8 +79,8 @@ def digit_splits(
         parts["train"].append(rows[num_val + num_test :])
     X = (images / MAX_PIXEL).unsqueeze(1)  # (n, 1, 8, 8), in [0, 1]
     sets = {}
-    for name, rows in parts.items():
-        rows = torch.cat(rows)
+    for name, part in parts.items():
+        rows = torch.cat(part)
         rows = rows[torch.randperm(len(rows), generator=generator)]
         sets[name] = ImageSet(X[rows], labels[rows])
     return DigitSplits(**sets)
