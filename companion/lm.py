@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -101,7 +102,7 @@ class GPT(nn.Module):
         start = len(caches[0]) if caches is not None else 0  # positions already cached
         positions = torch.arange(start, start + X.shape[1], device=X.device)  # (steps,)
         H = self.dropout(self.token_embedding(X) + self.pos_embedding(positions))
-        for blk, cache in zip(self.blks, caches or [None] * len(self.blks)):
+        for blk, cache in zip(self.blks, caches or (None,) * len(self.blks)):
             H = blk(H, causal=self.causal, cache=cache)  # (batch, steps, num_hiddens)
         H = self.ln(H)
         if self.head is None:  # tied: score each token by its own embedding
@@ -267,7 +268,9 @@ RECIPE_SENTENCES = 20_000
 RECIPE_BATCH_SIZE = 128
 RECIPE_EPOCHS = 3
 RECIPE_LR = 3e-3
-RECIPE_MODEL = dict(num_hiddens=64, mlp_num_hiddens=128, num_heads=4, num_blks=2, max_len=NUM_STEPS)
+RECIPE_MODEL: dict[str, Any] = dict(
+    num_hiddens=64, mlp_num_hiddens=128, num_heads=4, num_blks=2, max_len=NUM_STEPS
+)
 
 
 TARGET_GAP = 0.03  # nats per token above the entropy floor
@@ -290,15 +293,15 @@ def time_to_quality(seed: int = 0, device: torch.device | None = None) -> dict:
     device = device or get_device()
     torch.manual_seed(seed)
     vocab = language_model_vocab()
-    train, val, test = (
+    sentences = [  # train, val, test
         invented_sentences(n, seed=3 * seed + i)
         for i, n in enumerate((RECIPE_SENTENCES, 2000, 2000))
-    )
+    ]
     val_floor, test_floor = (
         sum(-sentence_log_prob(s) for s in split) / sum(len(s) + 1 for s in split)
-        for split in (val, test)
+        for split in sentences[1:]
     )
-    train, val, test = (lm_arrays(split, vocab) for split in (train, val, test))
+    train, val, test = (lm_arrays(split, vocab) for split in sentences)
     model = GPT(len(vocab), **RECIPE_MODEL).to(device)
     generator = torch.Generator().manual_seed(seed)
     start = time.perf_counter()
