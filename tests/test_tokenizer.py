@@ -3,12 +3,15 @@ deterministic training with its stated tie-break, and clear errors (sec-tokeniza
 
 from __future__ import annotations
 
+import fnmatch
 import inspect
 import json
 import os
 import subprocess
 import sys
+import tomllib
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import tiktoken
@@ -363,3 +366,15 @@ def test_benchmark_prints_training_time_and_throughput_against_tiktoken(capsys):
     assert "training to 300 tokens" in out
     assert "encoding (identical ids)" in out
     assert "| tiktoken |" in out and "| companion |" in out
+
+
+def test_the_corpus_files_ship_with_the_package():
+    """pyproject's package data names every corpus file, so a pip-installed companion (Colab)
+    has the texts the chapter reads."""
+    config = tomllib.loads((Path(corpus.__file__).parents[1] / "pyproject.toml").read_text())
+    patterns = config["tool"]["setuptools"]["package-data"]["companion"]
+    files = sorted(corpus.FILES.iterdir())
+    assert {path.name for path in files} >= {"english.txt", "chinese.txt", "code.txt"}
+    for path in files:
+        name = path.relative_to(corpus.FILES.parent).as_posix()
+        assert any(fnmatch.fnmatch(name, pattern) for pattern in patterns), name
