@@ -29,7 +29,8 @@ runs, nothing is kept, and reading them raises an error that says so.
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from collections.abc import Iterable
+from typing import Any, NamedTuple, cast
 
 import torch
 from torch import nn
@@ -291,7 +292,8 @@ class TransformerEncoder(nn.Module):
 
     @property
     def attention_weights(self) -> list[torch.Tensor]:
-        return [blk.attention.attention_weights for blk in self.blks]
+        blocks = cast(Iterable[TransformerEncoderBlock], self.blks)  # nn.Sequential: untyped
+        return [blk.attention.attention_weights for blk in blocks]
 
     def forward(self, X: torch.Tensor, valid_lens: torch.Tensor | None = None) -> torch.Tensor:
         check_token_ids(X, self.embedding.num_embeddings)
@@ -422,9 +424,10 @@ class TransformerDecoder(nn.Module):
 
     @property
     def attention_weights(self) -> list[list[torch.Tensor]]:
+        blocks = cast(Iterable[TransformerDecoderBlock], self.blks)  # nn.Sequential: untyped
         return [
-            [blk.attention1.attention_weights for blk in self.blks],
-            [blk.attention2.attention_weights for blk in self.blks],
+            [blk.attention1.attention_weights for blk in blocks],
+            [blk.attention2.attention_weights for blk in blocks],
         ]
 
     def forward(self, X: torch.Tensor, state: list[Any]) -> tuple[torch.Tensor, list[Any]]:

@@ -15,6 +15,9 @@ and :class:`~companion.transformer.ViTMLP` are importable from here under d2l's 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import cast
+
 import torch
 from torch import nn
 from torch.nn.parameter import UninitializedParameter
@@ -150,7 +153,8 @@ class ViT(nn.Module):
 
     @property
     def attention_weights(self) -> list[torch.Tensor]:
-        return [blk.attention.attention_weights for blk in self.blks]
+        blocks = cast(Iterable[PreNormBlock], self.blks)  # nn.Sequential: untyped
+        return [blk.attention.attention_weights for blk in blocks]
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         X = self.patch_embedding(X)  # (batch, m, num_hiddens)
