@@ -141,8 +141,10 @@ def test_the_cache_writes_each_step_into_room_and_copies_only_when_it_grows():
         rooms.add(keys.untyped_storage().data_ptr())
     assert len(rooms) == 2, "room for 4 steps at the first call, then for 10 at the fourth"
     cache.select(torch.tensor([1, 1]))
-    keys, _ = cache.update(steps[0], steps[0])
-    torch.testing.assert_close(keys, torch.cat((expected[[1, 1]], steps[0]), dim=-2))
+    selected = cache.keys.untyped_storage().data_ptr()
+    keys, _ = cache.update(steps[1], steps[1])  # the 10th step: still within the room
+    torch.testing.assert_close(keys, torch.cat((expected[[1, 1]], steps[1]), dim=-2))
+    assert keys.untyped_storage().data_ptr() == selected, "select kept the room: no new one"
 
 
 def test_the_cross_attention_projects_the_encoder_outputs_once():
