@@ -127,6 +127,7 @@ def fused_attention(
             queries, keys, values, dropout_p=dropout_p, is_causal=square_causal
         )
     mask = attention_mask(valid_lens, (*queries.shape[:-1], num_keys), causal, queries.device)
+    assert mask is not None  # valid_lens or a causal mask with q != k: the early return above
     has_key = mask.any(dim=-1, keepdim=True)  # (..., queries, 1)
     # A query with no valid key would come out NaN: let it see every key, then zero it.
     output = F.scaled_dot_product_attention(
@@ -237,7 +238,7 @@ class AdditiveAttention(KeepsWeights):
         check_attention_inputs(queries, keys, values, valid_lens, ranks=(3,))
         check_in_features(queries=(self.W_q, queries), keys=(self.W_k, keys))
         if cache is not None and cache.frozen:
-            keys, values = cache.keys, cache.values  # projected once, at the first step
+            keys, values = cache.stored()  # projected once, at the first step
         else:
             keys = self.W_k(keys)  # (batch, keys, num_hiddens)
             if cache is not None:
@@ -340,7 +341,7 @@ class MultiHeadAttention(nn.Module):
         )
         queries = self.split_heads(self.W_q(queries))  # (batch, heads, queries, head_dim)
         if cache is not None and cache.frozen:  # cross-attention: projected at the first step
-            keys, values = cache.keys, cache.values  # (batch, heads, keys, head_dim)
+            keys, values = cache.stored()  # (batch, heads, keys, head_dim)
         else:
             keys = self.split_heads(self.W_k(keys))  # (batch, heads, new steps, head_dim)
             values = self.split_heads(self.W_v(values))

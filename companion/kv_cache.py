@@ -14,13 +14,14 @@ three decode the same tokens (``python -m companion.bench decode`` times them).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch import nn
 
 if TYPE_CHECKING:
-    from companion.transformer import TransformerDecoder
+    from companion.transformer import TransformerDecoder, TransformerDecoderBlock
 
 
 class KVCache:
@@ -57,8 +58,14 @@ class KVCache:
 
     @property
     def frozen(self) -> bool:
-        """A static cache that has been filled: read it, do not project again."""
+        """A static cache that has been filled: read it (:meth:`stored`), do not project again."""
         return self.static and self.keys is not None
+
+    def stored(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The keys and values cached so far."""
+        if self.keys is None or self.values is None:
+            raise ValueError("this KVCache is empty: no keys and values were written to it yet")
+        return self.keys, self.values
 
     def update(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Write the new steps' projected keys and values after the cached ones; return all the
@@ -85,7 +92,7 @@ class KVCache:
         cached so far."""
         room_keys = keys.new_empty((*keys.shape[:-2], capacity, keys.shape[-1]))
         room_values = values.new_empty((*values.shape[:-2], capacity, values.shape[-1]))
-        if self.keys is not None:
+        if self.keys is not None and self.values is not None:
             room_keys[..., : len(self), :] = self.keys
             room_values[..., : len(self), :] = self.values
         return room_keys, room_values
@@ -147,7 +154,8 @@ class BlockInputCacheDecoder(nn.Module):
         X = decoder.pos_encoding(
             decoder.embedding(X) * math.sqrt(decoder.num_hiddens), offset=offset
         )
-        for i, blk in enumerate(decoder.blks):
+        blocks = cast("Iterable[TransformerDecoderBlock]", decoder.blks)  # nn.Sequential: untyped
+        for i, blk in enumerate(blocks):
             inputs[i] = X if inputs[i] is None else torch.cat((inputs[i], X), dim=1)
             key_values = inputs[i]  # (batch, steps so far, num_hiddens): projected again below
             Y = blk.addnorm1(X, blk.attention1(X, key_values, key_values, causal=True))

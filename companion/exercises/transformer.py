@@ -319,7 +319,7 @@ def _cached_attention(
             linear.weight.copy_(W.T)  # nn.Linear computes X @ weight.T
         cache.update(cached_keys, cached_values)
         output = layer(X, X, X, causal=True, cache=cache)
-    return output, cache.keys, cache.values
+    return (output, *cache.stored())
 
 
 def _mistaken_attention(
