@@ -172,7 +172,7 @@ class Seq2SeqAttentionDecoder(nn.Module):
     of the last forward pass. Parameter names are those of the book's class.
 
     The state is d2l's ``(enc_outputs, hidden_state, enc_valid_lens)`` and a static
-    :class:`~companion.attention.KVCache` that holds the projected keys ``W_k h_t`` (and the
+    :class:`~companion.kv_cache.KVCache` that holds the projected keys ``W_k h_t`` (and the
     values ``h_t``), computed at the first step and reused at every later one.
     """
 
