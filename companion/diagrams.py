@@ -140,8 +140,8 @@ def draw_bahdanau_decoder() -> Figure:
 
 
 def draw_multihead(num_heads: int = 3) -> Figure:
-    """Multi-head attention (sec-multihead-attention): project, split into heads, attend in each head
-    separately, concatenate, and mix the heads with W_o."""
+    """Multi-head attention (sec-multihead-attention): project, split into heads, attend in
+    each head separately, concatenate, and mix the heads with W_o."""
     fig, ax = _canvas(11, 6, (8.5, 4.6))
     inputs = _box(ax, 1.0, 3.0, "queries,\nkeys,\nvalues", "plain", width=1.4, height=1.4)
     concat = _box(ax, 8.5, 3.0, "concat", "plain", width=1.2)
