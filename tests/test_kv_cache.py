@@ -13,6 +13,7 @@ from torch import nn
 from companion import checks
 from companion.decoding import EOS_CHECK_EVERY, beam_search, decode_steps, greedy_decode
 from companion.kv_cache import BlockInputCacheDecoder, KVCache, NoCacheDecoder
+from companion.lm import GPT
 from companion.seq2seq import (
     EncoderDecoder,
     Seq2SeqAttentionDecoder,
@@ -227,6 +228,16 @@ def test_a_training_step_reads_no_value_from_the_device(make):
     nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step()
     assert loss.device.type == "meta"
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_gpt_generation_reads_no_value_from_the_device(use_cache):
+    """GPT.generate's checks (token ids, caches, sampling arguments, finite logits) read no
+    value on an accelerator either: greedy, as meta has no random draws."""
+    model = GPT(VOCAB, 8, 16, 2, 2, max_len=10).to("meta")
+    prompt = torch.zeros(3, 2, dtype=torch.long, device="meta")
+    tokens = model.generate(prompt, 4, temperature=0.0, use_cache=use_cache)
+    assert tokens.shape == (3, 6) and tokens.device.type == "meta"
 
 
 def test_value_checks_run_on_the_device_only_when_asked(monkeypatch):
