@@ -36,7 +36,7 @@ from companion.tasks.pretraining import (
     pretraining_corpus,
 )
 from companion.text import Vocab, batches
-from companion.train import Batch, fit
+from companion.train import Batch, eval_mode, fit
 
 MAX_LEN = 14  # the longest input: a sentence of 12 words, <cls> and <sep>
 
@@ -186,10 +186,11 @@ def accuracy(
     labels: torch.Tensor,
     device: torch.device | None = None,
 ) -> float:
-    """The fraction of ``labels`` the classifier predicts, in evaluation mode."""
+    """The fraction of ``labels`` the classifier predicts, in evaluation mode (then back in
+    the mode it had)."""
     device = device or next(classifier.parameters()).device
-    classifier.eval()
-    logits = classifier(*(t.to(device) for t in arrays))  # (num_examples, num_classes)
+    with eval_mode(classifier):
+        logits = classifier(*(t.to(device) for t in arrays))  # (num_examples, num_classes)
     return (logits.argmax(dim=-1).cpu() == labels).float().mean().item()
 
 

@@ -14,6 +14,7 @@ import companion as C
 from companion.bert import BERTClassifier, mask_tokens
 from companion.kv_cache import KVCache
 from companion.lm import cross_entropy_per_token
+from companion.pretrain import accuracy
 from companion.sampling import sample_next
 from companion.tasks.digits import ImageSet, classification_accuracy
 from companion.train import fit
@@ -272,6 +273,7 @@ def raises_inside(model: nn.Module) -> nn.Module:
         pytest.param(lambda m: m.generate(ids(1, 2), 2), id="GPT.generate"),
         pytest.param(lambda m: cross_entropy_per_token(m, (ids(2, 3), ids(2, 3))),
                      id="cross_entropy_per_token"),
+        pytest.param(lambda m: accuracy(m, (ids(2, 3),), torch.zeros(2)), id="pretrain.accuracy"),
         pytest.param(lambda m: classification_accuracy(
             m, ImageSet(torch.zeros(2, 1, 8, 8), torch.zeros(2, dtype=torch.long))),
                      id="classification_accuracy"),
