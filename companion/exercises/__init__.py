@@ -13,6 +13,7 @@ from companion.exercises.bahdanau import (
 from companion.exercises.core import check
 from companion.exercises.efficient import check_causal_linear_attention, check_linear_attention
 from companion.exercises.lm import check_cached_causal_mask, check_top_p_filter
+from companion.exercises.modern_decoder import check_repeat_kv, check_rope
 from companion.exercises.multihead import (
     check_head_ablation,
     check_merge_heads,
@@ -60,6 +61,8 @@ __all__ = [
     "check_merge_heads",
     "check_mlm_loss",
     "check_patchify",
+    "check_repeat_kv",
+    "check_rope",
     "check_rotation_matrix",
     "check_scaled_dot_product",
     "check_self_attention",

@@ -1,0 +1,37 @@
+"""Figures of the modern decoder chapter (sec-modern-decoder).
+
+Like :mod:`companion.plot`, each function draws with matplotlib, returns ``None`` and saves the
+figure when given ``path=``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+from companion.plot import _finish
+
+
+def plot_ablation(
+    gaps: dict[str, list[float]],
+    figsize: tuple[float, float] = (5.5, 2.6),
+    *,
+    path: str | Path | None = None,
+) -> None:
+    """One row per variant, top to bottom in the order of ``gaps`` (name -> the gap to the
+    entropy floor of each seed): each seed a dot, the mean a bar, and a line from the lowest to
+    the highest seed, the spread."""
+    if not gaps or any(len(values) == 0 for values in gaps.values()):
+        raise ValueError("gaps must map each variant's name to a non-empty list of gaps")
+    fig, ax = plt.subplots(figsize=figsize)
+    for row, values in enumerate(gaps.values()):
+        ax.plot([min(values), max(values)], [row, row], color="C0", lw=1)
+        ax.plot(values, [row] * len(values), "o", color="C0", ms=4, alpha=0.7)
+        ax.plot([statistics.fmean(values)] * 2, [row - 0.3, row + 0.3], color="C1", lw=2)
+    ax.set_yticks(range(len(gaps)), labels=list(gaps))
+    ax.invert_yaxis()  # the first variant on top
+    ax.set_xlabel("gap to the entropy floor (nats per token)")
+    ax.grid(axis="x", alpha=0.3)
+    _finish(fig, path)
