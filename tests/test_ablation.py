@@ -1,0 +1,47 @@
+"""The ablation benchmark compares like with like: each variant changes only what it names, at
+nearly the GPT-2 block's parameter count; the committed results say what made them."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from companion.bench.ablation import (
+    VARIANTS,
+    gap_to_floor,
+    language_data,
+    load_results,
+    num_parameters,
+    variant_configs,
+)
+from companion.lm import language_model_vocab
+
+CONFIGS = variant_configs(len(language_model_vocab()))
+BASELINE = CONFIGS["GPT-2 block"]
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_each_variant_changes_only_what_it_names_and_keeps_the_parameter_count(name):
+    config = CONFIGS[name]
+    assert config.replace(ffn_num_hiddens=BASELINE.ffn_num_hiddens) == BASELINE.replace(
+        **VARIANTS[name]
+    )
+    assert abs(num_parameters(config) - num_parameters(BASELINE)) <= 0.002 * num_parameters(
+        BASELINE
+    )
+
+
+def test_a_short_run_gives_a_finite_positive_gap():
+    data = language_data(seed=0, num_train=4 * 8)
+    gap = gap_to_floor(CONFIGS["all four"], data, seed=0, steps=4, batch_size=8)
+    assert math.isfinite(gap) and gap > 0  # 4 steps are far from the floor
+
+
+def test_the_committed_results_name_their_machine_and_cover_every_variant():
+    results = load_results()
+    assert results["machine"] and results["versions"]["torch"]
+    assert list(results["variants"]) == list(VARIANTS)
+    for name, row in results["variants"].items():
+        assert len(row["gaps"]) == results["settings"]["seeds"] >= 3, name
+        assert row["parameters"] == num_parameters(CONFIGS[name]), name
