@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from companion.attention import KVCache
+from companion.kv_cache import KVCache
 from companion.checks import check_dropout, check_hiddens, check_positive
 from companion.rotary import RotaryEmbedding
 
@@ -25,7 +25,7 @@ class RollingKVCache:
     """A key-value cache of fixed size for sliding-window attention (sec-modern-decoder): it
     keeps the keys and values of the last ``window`` steps only, in a ring of ``window`` slots,
     step ``m`` in slot ``m mod window``. Memory stays ``window`` steps however long decoding
-    runs; a growing :class:`~companion.attention.KVCache` holds every step.
+    runs; a growing :class:`~companion.kv_cache.KVCache` holds every step.
 
     ``update(keys, values)`` takes the new steps' keys and values, ``(batch, kv_heads, new
     steps, head_dim)``, and returns what they attend to: the cached steps, then the new ones.
@@ -117,7 +117,7 @@ class GroupedQueryAttention(nn.Module):
     (after the projection, before the cache); ``window`` restricts each query to the last
     ``window`` positions; ``alibi`` adds ``-slope_i (m - n)`` to the scores (ALiBi).
     ``X`` is ``(batch, steps, num_hiddens)`` in and out; ``cache`` (a growing
-    :class:`~companion.attention.KVCache` or a :class:`RollingKVCache`) holds the earlier steps,
+    :class:`~companion.kv_cache.KVCache` or a :class:`RollingKVCache`) holds the earlier steps,
     and ``X``'s steps continue them.
     """
 

@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from companion.attention import KVCache
+from companion.kv_cache import KVCache
 from companion.decoder import DecoderConfig, DecoderLM, gpt2_config, llama_config
 from companion.feedforward import SwiGLU
 from companion.gqa import GroupedQueryAttention, RollingKVCache, visible
