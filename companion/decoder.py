@@ -28,10 +28,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from companion.kv_cache import KVCache
 from companion.checks import check_dropout, check_hiddens, check_positive, check_token_ids
 from companion.feedforward import SwiGLU
 from companion.gqa import Cache, GroupedQueryAttention, RollingKVCache, steps_seen
+from companion.kv_cache import KVCache
 from companion.norms import RMSNorm
 from companion.positional import PositionalEncoding
 from companion.rotary import RotaryEmbedding, check_pairing

@@ -16,8 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from companion.kv_cache import KVCache
 from companion.checks import check_dropout, check_hiddens, check_positive
+from companion.kv_cache import KVCache
 from companion.rotary import RotaryEmbedding
 
 

@@ -9,10 +9,10 @@ import math
 import pytest
 import torch
 
-from companion.kv_cache import KVCache
 from companion.decoder import DecoderConfig, DecoderLM, gpt2_config, llama_config
 from companion.feedforward import SwiGLU
 from companion.gqa import GroupedQueryAttention, RollingKVCache, visible
+from companion.kv_cache import KVCache
 from companion.lm import GPT
 from companion.norms import RMSNorm
 from companion.rotary import RotaryEmbedding
