@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from companion.bench.ablation import (
+from companion.ablation import (
     VARIANTS,
     gap_to_floor,
     language_data,
@@ -45,3 +45,19 @@ def test_the_committed_results_name_their_machine_and_cover_every_variant():
     for name, row in results["variants"].items():
         assert len(row["gaps"]) == results["settings"]["seeds"] >= 3, name
         assert row["parameters"] == num_parameters(CONFIGS[name]), name
+
+
+def test_the_committed_results_ship_with_the_package():
+    """The chapter plots them in Colab too, where companion is pip-installed from a wheel."""
+    import fnmatch
+    import tomllib
+    from pathlib import Path
+
+    from companion.ablation import RESULTS
+
+    root = Path(__file__).resolve().parents[1]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"
+    ]["companion"]
+    name = RESULTS.relative_to(root / "companion").as_posix()
+    assert RESULTS.is_file() and any(fnmatch.fnmatch(name, p) for p in patterns), name

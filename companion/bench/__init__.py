@@ -8,8 +8,8 @@
 - ``tokenizer``: training time of companion's byte-level BPE on about 1 MB, and its encode
   throughput against tiktoken's with the same merges (:mod:`companion.bench.tokenizer`).
 - ``ablation``: the gap to the entropy floor of the GPT-2 block, each modern change and all of
-  them, at equal parameters and steps; writes ``book/data/ablation.json``
-  (:mod:`companion.bench.ablation`).
+  them, at equal parameters and steps; writes ``companion/results/ablation.json``
+  (:mod:`companion.bench.ablation`, over :mod:`companion.ablation`).
 
 They print measured numbers; no test times anything.
 """

@@ -1,20 +1,6 @@
-"""``python -m companion.bench ablation``: what each change of the modern decoder buys, measured
-as the gap to the invented language's entropy floor (sec-modern-decoder).
-
-The GPT-2 block, each single change (RMSNorm, RoPE, SwiGLU, grouped-query attention with 2
-key-value heads for 4 query heads) and all four together are trained on the same sentences of
-the invented language of sec-language-models, with the same number of steps, batch size and
-learning-rate schedule, at (nearly) the same parameter count: each variant's feed-forward width
-is chosen to bring its parameter count closest to the GPT-2 block's, and the counts are reported.
-
-The score of a model is its cross-entropy on held-out sentences minus those sentences' own
-surprisal under the true distribution (nats per token): the paired estimate of the gap to the
-floor that :func:`companion.lm.time_to_quality` uses. Each seed draws new training and test
-sentences and new initial weights; the variants of one seed share the sentences.
-
-The results go to a small JSON file (``book/data/ablation.json`` by default) with the machine,
-the versions and the load average that made them, and a table is printed.
-"""
+"""``python -m companion.bench ablation``: trains the GPT-2 block, each modern change and all
+four over seeds (companion.ablation, sec-modern-decoder), prints the table, and writes the
+results to companion/results/ablation.json, which the chapter plots."""
 
 from __future__ import annotations
 
@@ -31,101 +17,23 @@ from typing import Any
 import torch
 
 import companion
-from companion.bench.common import device_name, load_average, log
-from companion.decoder import DecoderConfig, DecoderLM, gpt2_config
-from companion.device import get_device
-from companion.lm import (
-    NUM_STEPS,
-    cross_entropy_per_token,
-    language_model_vocab,
-    lm_arrays,
-    next_token_loss,
+from companion.ablation import (
+    BASE,
+    BATCH_SIZE,
+    LR,
+    RESULTS,
+    STEPS,
+    TEST_SENTENCES,
+    VARIANTS,
+    gap_to_floor,
+    language_data,
+    num_parameters,
+    variant_configs,
 )
+from companion.bench.common import device_name, load_average, log
+from companion.device import get_device
+from companion.lm import language_model_vocab
 from companion.measure import use_threads
-from companion.tasks.language import invented_sentences, sentence_log_prob
-from companion.text import batches
-from companion.train import fit
-
-OUTPUT = Path(__file__).resolve().parents[2] / "book" / "data" / "ablation.json"
-BASE = dict(num_hiddens=64, num_heads=4, num_blks=2, ffn_num_hiddens=128, max_len=NUM_STEPS)
-VARIANTS: dict[str, dict[str, object]] = {  # name -> its changes to the GPT-2 block
-    "GPT-2 block": {},
-    "+ RMSNorm": dict(norm="rms"),
-    "+ RoPE": dict(positions="rope"),
-    "+ SwiGLU": dict(ffn="swiglu"),
-    "+ GQA": dict(num_kv_heads=2),
-    "all four": dict(norm="rms", positions="rope", ffn="swiglu", num_kv_heads=2),
-}
-STEPS, BATCH_SIZE, LR, TEST_SENTENCES = 300, 64, 3e-3, 2000
-
-
-def num_parameters(config: DecoderConfig) -> int:
-    return sum(p.numel() for p in DecoderLM(config).parameters())
-
-
-def matched_config(config: DecoderConfig, target: int) -> DecoderConfig:
-    """``config`` with the feed-forward width whose parameter count is closest to ``target``
-    (the count is linear in the width)."""
-    low, high = (num_parameters(config.replace(ffn_num_hiddens=w)) for w in (64, 128))
-    per_unit = (high - low) / 64
-    width = max(1, round(64 + (target - low) / per_unit))
-    candidates = [config.replace(ffn_num_hiddens=w) for w in (width - 1, width, width + 1)]
-    return min(candidates, key=lambda c: abs(num_parameters(c) - target))
-
-
-def variant_configs(vocab_size: int) -> dict[str, DecoderConfig]:
-    base = gpt2_config(vocab_size, **BASE)
-    target = num_parameters(base)
-    return {
-        name: matched_config(base.replace(**changes), target) for name, changes in VARIANTS.items()
-    }
-
-
-def language_data(seed: int, num_train: int) -> dict:
-    """Training and test arrays of one seed, and the test sentences' surprisal per token."""
-    vocab = language_model_vocab()
-    train, test = (
-        invented_sentences(num_train, seed=3 * seed),
-        invented_sentences(TEST_SENTENCES, seed=3 * seed + 2),
-    )
-    floor = sum(-sentence_log_prob(s) for s in test) / sum(len(s) + 1 for s in test)
-    return {"train": lm_arrays(train, vocab), "test": lm_arrays(test, vocab), "floor": floor}
-
-
-def gap_to_floor(
-    config: DecoderConfig,
-    data: dict,
-    seed: int,
-    steps: int = STEPS,
-    batch_size: int = BATCH_SIZE,
-    device: torch.device | None = None,
-) -> float:
-    """Train ``DecoderLM(config)`` for ``steps`` steps (one pass over ``data["train"]``, which
-    holds ``steps * batch_size`` sentences) and return its test gap to the floor, nats/token."""
-    device = device or get_device()
-    torch.manual_seed(seed)
-    model = DecoderLM(config)
-    generator = torch.Generator().manual_seed(seed)
-    train = tuple(a[: steps * batch_size] for a in data["train"])
-    fit(
-        model,
-        lambda: batches(train, batch_size, generator=generator),
-        next_token_loss,
-        num_epochs=1,
-        lr=LR,
-        device=device,
-    )
-    return cross_entropy_per_token(model, data["test"]) - data["floor"]
-
-
-def load_results(path: Path = OUTPUT) -> dict[str, Any]:
-    """The committed results of this benchmark (``book/data/ablation.json`` in a checkout)."""
-    if not path.exists():
-        raise FileNotFoundError(
-            f"no ablation results at {path}: run `python -m companion.bench ablation` in a "
-            "checkout of the book's repository"
-        )
-    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def _table(results: dict) -> list[str]:
@@ -155,7 +63,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=STEPS)
     parser.add_argument("--batch-size", type=int, default=BATCH_SIZE)
-    parser.add_argument("--output", type=Path, default=OUTPUT, help="'-' writes no file")
+    parser.add_argument("--output", type=Path, default=RESULTS, help="'-' writes no file")
     args = parser.parse_args(list(argv))
 
     device = get_device()

@@ -1,0 +1,119 @@
+"""The modern decoder's ablation: what each change buys, measured as the gap to the invented
+language's entropy floor (sec-modern-decoder). ``python -m companion.bench ablation`` runs it.
+
+The GPT-2 block, each single change (RMSNorm, RoPE, SwiGLU, grouped-query attention with 2
+key-value heads for 4 query heads) and all four together are trained on the same sentences of
+the invented language of sec-language-models, with the same number of steps, batch size and
+learning-rate schedule, at (nearly) the same parameter count: each variant's feed-forward width
+is chosen to bring its parameter count closest to the GPT-2 block's, and the counts are reported.
+
+The score of a model is its cross-entropy on held-out sentences minus those sentences' own
+surprisal under the true distribution (nats per token): the paired estimate of the gap to the
+floor that :func:`companion.lm.time_to_quality` uses. Each seed draws new training and test
+sentences and new initial weights; the variants of one seed share the sentences.
+
+The benchmark writes its results to a small JSON file with the machine, the versions and the
+load average that made them; the committed one, :data:`RESULTS`, ships with companion (package
+data), so the chapter plots it in Colab too.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from companion.decoder import DecoderConfig, DecoderLM, gpt2_config
+from companion.device import get_device
+from companion.lm import (
+    NUM_STEPS,
+    cross_entropy_per_token,
+    language_model_vocab,
+    lm_arrays,
+    next_token_loss,
+)
+from companion.tasks.language import invented_sentences, sentence_log_prob
+from companion.text import batches
+from companion.train import fit
+
+RESULTS = Path(__file__).resolve().parent / "results" / "ablation.json"
+BASE = dict(num_hiddens=64, num_heads=4, num_blks=2, ffn_num_hiddens=128, max_len=NUM_STEPS)
+VARIANTS: dict[str, dict[str, object]] = {  # name -> its changes to the GPT-2 block
+    "GPT-2 block": {},
+    "+ RMSNorm": dict(norm="rms"),
+    "+ RoPE": dict(positions="rope"),
+    "+ SwiGLU": dict(ffn="swiglu"),
+    "+ GQA": dict(num_kv_heads=2),
+    "all four": dict(norm="rms", positions="rope", ffn="swiglu", num_kv_heads=2),
+}
+STEPS, BATCH_SIZE, LR, TEST_SENTENCES = 300, 64, 3e-3, 2000
+
+
+def num_parameters(config: DecoderConfig) -> int:
+    return sum(p.numel() for p in DecoderLM(config).parameters())
+
+
+def matched_config(config: DecoderConfig, target: int) -> DecoderConfig:
+    """``config`` with the feed-forward width whose parameter count is closest to ``target``
+    (the count is linear in the width)."""
+    low, high = (num_parameters(config.replace(ffn_num_hiddens=w)) for w in (64, 128))
+    per_unit = (high - low) / 64
+    width = max(1, round(64 + (target - low) / per_unit))
+    candidates = [config.replace(ffn_num_hiddens=w) for w in (width - 1, width, width + 1)]
+    return min(candidates, key=lambda c: abs(num_parameters(c) - target))
+
+
+def variant_configs(vocab_size: int) -> dict[str, DecoderConfig]:
+    base = gpt2_config(vocab_size, **BASE)
+    target = num_parameters(base)
+    return {
+        name: matched_config(base.replace(**changes), target) for name, changes in VARIANTS.items()
+    }
+
+
+def language_data(seed: int, num_train: int) -> dict:
+    """Training and test arrays of one seed, and the test sentences' surprisal per token."""
+    vocab = language_model_vocab()
+    train, test = (
+        invented_sentences(num_train, seed=3 * seed),
+        invented_sentences(TEST_SENTENCES, seed=3 * seed + 2),
+    )
+    floor = sum(-sentence_log_prob(s) for s in test) / sum(len(s) + 1 for s in test)
+    return {"train": lm_arrays(train, vocab), "test": lm_arrays(test, vocab), "floor": floor}
+
+
+def gap_to_floor(
+    config: DecoderConfig,
+    data: dict,
+    seed: int,
+    steps: int = STEPS,
+    batch_size: int = BATCH_SIZE,
+    device: torch.device | None = None,
+) -> float:
+    """Train ``DecoderLM(config)`` for ``steps`` steps (one pass over ``data["train"]``, which
+    holds ``steps * batch_size`` sentences) and return its test gap to the floor, nats/token."""
+    device = device or get_device()
+    torch.manual_seed(seed)
+    model = DecoderLM(config)
+    generator = torch.Generator().manual_seed(seed)
+    train = tuple(a[: steps * batch_size] for a in data["train"])
+    fit(
+        model,
+        lambda: batches(train, batch_size, generator=generator),
+        next_token_loss,
+        num_epochs=1,
+        lr=LR,
+        device=device,
+    )
+    return cross_entropy_per_token(model, data["test"]) - data["floor"]
+
+
+def load_results(path: Path = RESULTS) -> dict[str, Any]:
+    """The results of ``python -m companion.bench ablation`` (by default the committed ones)."""
+    if not path.exists():
+        raise FileNotFoundError(
+            f"no ablation results at {path}: run `python -m companion.bench ablation`"
+        )
+    return json.loads(path.read_text(encoding="utf-8"))
