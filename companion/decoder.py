@@ -35,7 +35,8 @@ from companion.kv_cache import KVCache
 from companion.norms import RMSNorm
 from companion.positional import PositionalEncoding
 from companion.rotary import RotaryEmbedding, check_pairing
-from companion.sampling import sample_next
+from companion.sampling import check_sampling_arguments, sample_next
+from companion.train import eval_mode
 from companion.vit import ViTMLP
 
 CHOICES = {
@@ -234,14 +235,13 @@ class DecoderLM(nn.Module):
         With ``use_cache`` each step feeds only the newest token."""
         check_positive(max_new_tokens=max_new_tokens)
         check_token_ids(prompt, self.config.vocab_size, name="prompt")
-        was_training = self.training
-        self.eval()
+        check_sampling_arguments(temperature, top_k, top_p)  # before any step runs
         caches = self.new_caches() if use_cache else None
         tokens = inputs = prompt
-        for _ in range(max_new_tokens):
-            logits = self(inputs, caches)[:, -1]  # (batch, vocab_size): the next token
-            next_token = sample_next(logits, temperature, top_k, top_p, generator)  # (batch,)
-            tokens = torch.cat((tokens, next_token[:, None]), dim=1)
-            inputs = next_token[:, None] if use_cache else tokens
-        self.train(was_training)
+        with eval_mode(self):  # then back in the mode it had, even if a step raises
+            for _ in range(max_new_tokens):
+                logits = self(inputs, caches)[:, -1]  # (batch, vocab_size): the next token
+                next_token = sample_next(logits, temperature, top_k, top_p, generator)
+                tokens = torch.cat((tokens, next_token[:, None]), dim=1)  # (batch, steps + 1)
+                inputs = next_token[:, None] if use_cache else tokens
         return tokens

@@ -169,3 +169,22 @@ def test_a_rolling_cache_refuses_autograd():
     layer = GroupedQueryAttention(16, 4, window=3)
     with pytest.raises(ValueError, match="no_grad"):
         layer(torch.randn(1, 2, 16), cache=RollingKVCache(3))
+
+
+def test_generate_keeps_the_mode_when_a_step_raises_and_checks_sampling_first():
+    model = DecoderLM(llama_config(20, num_hiddens=16, num_heads=2, num_blks=1,
+                                   ffn_num_hiddens=24, max_len=8))
+    model.train()
+    prompt = torch.tensor([[1, 2]])
+    with pytest.raises(ValueError, match="top_k"):
+        model.generate(prompt, 2, top_k=0)
+    original = model.forward
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("a step failed")
+
+    model.forward = fail  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError, match="a step failed"):
+        model.generate(prompt, 2)
+    assert model.training
+    model.forward = original  # type: ignore[method-assign]
