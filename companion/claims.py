@@ -34,11 +34,12 @@ class ClaimError(AssertionError):
 
 def claim(
     statement: str, value: float, *, above: float | None = None, below: float | None = None
-) -> float:
-    """Assert ``above < value < below`` (either bound may be left out) and return ``value``.
+) -> None:
+    """Assert ``above < value < below`` (either bound may be left out).
 
     ``statement`` is the claim in the prose's words; it names the failure. A value that is not
-    a finite number fails too, so a diverged run (NaN) never passes quietly.
+    a finite number fails too, so a diverged run (NaN) never passes quietly. It returns
+    nothing, so a claim on a cell's last line prints nothing.
     """
     if above is None and below is None:
         raise ValueError(f"claim {statement!r} needs a bound: give above=, below= or both")
@@ -56,7 +57,6 @@ def claim(
             if bound is not None
         )
         raise ClaimError(f"claim does not hold: {statement}: {value:.4g} is not {bounds}")
-    return value
 
 
 def _log(

@@ -28,8 +28,8 @@ TRAINED = [path.relative_to(ROOT).as_posix() for path in sweep.trained_notebooks
 def test_claim_holds_fails_and_logs(tmp_path, monkeypatch):
     log = tmp_path / "claims.jsonl"
     monkeypatch.setenv(LOG_VARIABLE, str(log))
-    assert claim("accuracy is high", 0.97, above=0.9) == 0.97
-    assert claim("loss is in range", 1.5, above=1, below=2) == 1.5
+    assert claim("accuracy is high", 0.97, above=0.9) is None  # a last line prints nothing
+    claim("loss is in range", 1.5, above=1, below=2)
     with pytest.raises(ClaimError, match="gap is small: 0.3 is not below 0.2"):
         claim("gap is small", 0.3, below=0.2)
     with pytest.raises(ClaimError, match="nan is not above 0"):
@@ -79,12 +79,14 @@ def test_a_quoted_trained_number_is_found_and_a_bound_is_not():
         nbformat.v4.new_code_cell("rate = 0.05\nprint(rate)"),
         trained_cell("print(accuracy)", "accuracy 0.926, loss 1.2345, gap 12.5%\n"),
         nbformat.v4.new_markdown_cell("It reaches 0.93 here, and 92.6% on long ones."),
-        nbformat.v4.new_markdown_cell("Always above 0.92, at a rate of 0.05."),
-        nbformat.v4.new_markdown_cell("The loss ends near 1.23; the gap is 0.125."),
+        nbformat.v4.new_markdown_cell("Always above 0.92, at a rate of 0.05 (not 0.0)."),
+        nbformat.v4.new_code_cell("sigma = 1.23"),
+        nbformat.v4.new_markdown_cell("The loss ends near 1.2345; sigma is 1.23; gap 0.125."),
     )
     found = sweep.quoted_trained_numbers(chapter)
-    assert [line.split(":")[0] for line in found] == ["cell 2", "cell 2", "cell 4", "cell 4"]
-    assert "0.93" in found[0] and "92.6%" in found[1] and "1.23" in found[2]
+    assert [line.split(":")[0] for line in found] == ["cell 2", "cell 2", "cell 5", "cell 5"]
+    assert "0.93" in found[0] and "92.6%" in found[1]
+    assert "1.2345" in found[2] and "0.125" in found[3]  # sigma = 1.23 is the code's
 
 
 @pytest.mark.parametrize("name", sweep.toc.toc_notebooks(ROOT), ids=lambda path: path.stem)
