@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import nbformat
 import pytest
 from matplotlib.text import Text
 
@@ -53,3 +54,25 @@ def test_diagram_sizes_follow_their_arguments():
         assert "step 6" in texts(fig) and "step 7" not in texts(fig)
     finally:
         plt.close(fig)
+
+
+def diagram_cells() -> dict[str, list[tuple[str, dict]]]:
+    """For each draw_* function, the notebooks' cells that call it, with their mystnb metadata."""
+    from tools.notebooks import toc_notebooks
+
+    found: dict[str, list[tuple[str, dict]]] = {name: [] for name in EXPECTED}
+    for path in toc_notebooks():
+        for cell in nbformat.read(path, as_version=4).cells:
+            for name in EXPECTED:
+                if cell.cell_type == "code" and f"{name}(" in cell.source:
+                    found[name].append((path.stem, cell.metadata.get("mystnb", {})))
+    return found
+
+
+def test_every_diagram_is_shown_once_with_a_caption_and_alt_text():
+    for name, cells in diagram_cells().items():
+        assert len(cells) == 1, f"{name} is shown in {len(cells)} cells"
+        _, mystnb = cells[0]
+        assert mystnb["figure"]["name"].startswith("fig-diagram-"), name
+        assert len(mystnb["figure"]["caption"].split()) >= 8, f"{name}: a caption"
+        assert len(mystnb["image"]["alt"].split()) >= 15, f"{name}: alt text"
