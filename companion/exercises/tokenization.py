@@ -176,7 +176,16 @@ def _encode_inputs(rng: random.Random) -> tuple[bytes, list[Pair]]:
     letters = rng.sample("abcdeéxyz", 3)
     words = ["".join(rng.choice(letters) for _ in range(rng.randint(2, 8))) for _ in range(40)]
     merges = train_merges(" ".join(words), rng.randint(4, 14))
-    return rng.choice(words).encode("utf-8"), merges
+    # The word that tells the most known mistakes apart from the right answer: on a random word
+    # the merge order often does not matter, and a wrong order would pass.
+    candidates = sorted({word.encode("utf-8") for word in words})
+    rng.shuffle(candidates)
+    return max(candidates, key=lambda word: _mistakes_shown(word, merges)), merges
+
+
+def _mistakes_shown(word: bytes, merges: list[Pair]) -> int:
+    expected = _encode_reference(word, merges)
+    return sum(mistake(word, merges) != expected for mistake, _ in ENCODE_MISTAKES)
 
 
 ENCODE_MISTAKES = [
