@@ -264,7 +264,8 @@ PROSE_NUMBER = re.compile(r"(?<![\w.])(\d+\.\d+|\d+(?:\.\d+)?\s?%)(?![\w.]*\d)")
 PRINTED_NUMBER = re.compile(r"(?<![\w.])-?(\d+(?:\.\d+)?)(\s?%)?")
 # Words that make a number a bound ("above 0.9"), which an assertion guarantees, not a quote.
 BOUND_WORDS = re.compile(
-    r"(above|below|over|under|at least|at most|more than|less than|fewer than|beyond|within|>|<|≥|≤)"
+    r"(above|below|over|under|at least|at most|more than|less than|fewer than|beyond|within"
+    r"|>|<|≥|≤)"
     r"\s*(about\s*)?[$(]?$",
     re.IGNORECASE,
 )
