@@ -42,6 +42,7 @@ if __package__ in (None, ""):  # run as a script, `python tools/claims.py`
 
 from companion.claims import LOG_VARIABLE, TRAINED_TAG
 from tools import toc
+from tools.notebooks import run_notebook
 from tools.record import ROOT, run_environment
 
 CLAIMS_PATH = "book/claims.json"  # relative to the book's root
@@ -123,20 +124,12 @@ def run_once(path: Path, seed_offset: int, log: Path) -> list[str]:
 
     Claims append to ``log`` through ``$COMPANION_CLAIMS_LOG``, which the kernel inherits.
     """
-    from nbclient import NotebookClient
-
     notebook = nbformat.read(path, as_version=4)
     position = 1 if notebook.cells and notebook.cells[0].cell_type == "code" else 0
     shift = nbformat.v4.new_code_cell(SEED_SHIFT_CELL.format(shift=1000 * seed_offset))
     notebook.cells.insert(position, shift)
     os.environ[LOG_VARIABLE] = str(log)
-    NotebookClient(
-        notebook,
-        timeout=600,
-        kernel_name="python3",
-        allow_errors=True,
-        resources={"metadata": {"path": str(path.parent)}},
-    ).execute()
+    run_notebook(notebook, path.parent, allow_errors=True)
     return [
         f"cell {index}: {output.ename}: {output.evalue}"
         for index, cell in enumerate(notebook.cells)

@@ -160,21 +160,28 @@ def place_setup_cell(notebook) -> None:
     first.metadata["tags"] = [SETUP_CELL_TAG]
 
 
-def execute(path: Path) -> float:
-    """Re-run ``path`` in place from a fresh kernel started in its folder; return the seconds."""
+def run_notebook(notebook, folder: Path, allow_errors: bool = False) -> None:
+    """Execute ``notebook`` in place from a fresh kernel started in ``folder``."""
     from nbclient import NotebookClient
 
-    committed = nbformat.read(path, as_version=4)
-    notebook = nbformat.read(path, as_version=4)
-    place_setup_cell(notebook)
-    start = time.perf_counter()
     NotebookClient(
         notebook,
         timeout=600,
         kernel_name="python3",
         record_timing=False,
-        resources={"metadata": {"path": str(path.parent)}},
+        allow_errors=allow_errors,
+        resources={"metadata": {"path": str(folder)}},
     ).execute()
+
+
+def execute(path: Path) -> float:
+    """Re-run ``path`` in place from a fresh kernel started in its folder; return the seconds."""
+
+    committed = nbformat.read(path, as_version=4)
+    notebook = nbformat.read(path, as_version=4)
+    place_setup_cell(notebook)
+    start = time.perf_counter()
+    run_notebook(notebook, path.parent)
     seconds = time.perf_counter() - start
     for cell in notebook.cells:
         if cell.cell_type == "code":
