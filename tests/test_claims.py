@@ -89,6 +89,16 @@ def test_a_quoted_trained_number_is_found_and_a_bound_is_not():
     assert "1.2345" in found[2] and "0.125" in found[3]  # sigma = 1.23 is the code's
 
 
+def test_a_fraction_is_a_quote_of_a_percentage_only_when_the_prose_writes_percent():
+    """A printed 0.063 is 6.3%, but not the 6.3 of 2π ≈ 6.3 (found on a foreign-CPU run)."""
+    chapter = notebook(
+        trained_cell("print(share)", "share 0.063\n"),
+        nbformat.v4.new_markdown_cell("A period of $2\\pi \\approx 6.3$ positions."),
+        nbformat.v4.new_markdown_cell("The share is 6.3% here."),
+    )
+    assert [line.split(":")[0] for line in sweep.quoted_trained_numbers(chapter)] == ["cell 2"]
+
+
 @pytest.mark.parametrize("name", sweep.toc.toc_notebooks(ROOT), ids=lambda path: path.stem)
 def test_no_markdown_quotes_a_number_a_trained_cell_prints(name):
     """Prose states a trained result at the precision its claim guarantees ("above 0.95"), so

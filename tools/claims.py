@@ -253,7 +253,7 @@ def markdown_table(record: dict) -> str:
 
 
 # A number as prose writes it: 0.93, 98.64, 88%, 12.5 %; and one as a cell prints it.
-PROSE_NUMBER = re.compile(r"(?<![\w.])(\d+\.\d+|\d+(?:\.\d+)?\s?%)(?![\w.]*\d)")
+PROSE_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?\s?%|\d+\.\d+)(?![\w.]*\d)")
 PRINTED_NUMBER = re.compile(r"(?<![\w.])-?(\d+(?:\.\d+)?)(\s?%)?")
 # Words that make a number a bound ("above 0.9"), which an assertion guarantees, not a quote.
 BOUND_WORDS = re.compile(
@@ -275,14 +275,16 @@ def output_text(cell) -> str:
     return "\n".join(parts)
 
 
-def printed_values(text: str) -> list[float]:
-    """Each number in ``text``, and for a percentage also its fraction, and vice versa."""
+def printed_values(text: str, as_percent: bool = False) -> list[float]:
+    """Each number in ``text`` as a plain number (a percentage as its fraction), or, with
+    ``as_percent``, as a percentage (a fraction up to 1 times 100), for prose that writes ``%``."""
     values = []
     for digits, percent in PRINTED_NUMBER.findall(text):
         value = float(digits)
-        values += [value, value / 100] if percent else [value]
-        if not percent and value <= 1:
-            values.append(value * 100)
+        if as_percent:
+            values += [value] if percent else ([value * 100] if value <= 1 else [])
+        else:
+            values += [value, value / 100] if percent else [value]
     return values
 
 
@@ -305,10 +307,11 @@ def quoted_trained_numbers(notebook) -> list[str]:
         and not cell.source.startswith("# NBVAL_IGNORE_OUTPUT")
     )
     fixed = set(printed_values(code)) | set(printed_values(exact))
-    trained = [
-        value for cell in notebook.cells if is_trained(cell)
-        for value in printed_values(output_text(cell)) if value not in fixed
-    ]
+    printed = " ".join(output_text(cell) for cell in notebook.cells if is_trained(cell))
+    trained = {
+        percent: [value for value in printed_values(printed, percent) if value not in fixed]
+        for percent in (False, True)
+    }
     found = []
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type != "markdown":
@@ -323,7 +326,8 @@ def quoted_trained_numbers(notebook) -> list[str]:
             if float(digits) in fixed or float(digits) / 100 in fixed:
                 continue  # a size or rate the code sets, or an exact cell prints
             decimals = len(digits.split(".")[1]) if "." in digits else 0
-            if any(f"{value:.{decimals}f}" == digits for value in trained):
+            candidates = trained["%" in token]
+            if any(f"{value:.{decimals}f}" == digits for value in candidates):
                 context = cell.source[max(0, match.start() - 30) : match.end() + 10]
                 found.append(f"cell {index}: {' '.join(context.split())!r}")
     return found
