@@ -3,12 +3,13 @@
 A cell tagged ``trained`` asserts the claims the prose makes about what it prints, with
 ``companion.claim(statement, value, above=..., below=...)`` (CONTRIBUTING.md). This tool measures
 how much room each bound leaves: it runs each such notebook under :data:`RUNS` (three seeds with
-the Makefile's pins, and seed 0 under another CPU's float arithmetic), collects every claim's
+the Makefile's pins, and seed 0 under two other kinds of float arithmetic), collects every claim's
 value from ``$COMPANION_CLAIMS_LOG``, and writes them to the record that the status page shows
 and ``tests/test_claims.py`` checks::
 
     python -m tools.claims sweep                   # every notebook with a trained cell
     python -m tools.claims sweep book/X.ipynb ...  # only these; the others' entries stay
+    python -m tools.claims sweep --run NAME ...    # only that run, added to unchanged entries
     python -m tools.claims table                   # the record as a Markdown table
     python -m tools.claims quotes                  # prose that quotes a trained cell's number
 
@@ -20,6 +21,11 @@ is that of initialisation, dropout and batch order.
 
 **Another CPU.** ``ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE`` makes torch and MKL sum
 floats in another order, as another vendor's CPU does (``make test-foreign`` runs nbval so).
+
+**An unpinned machine.** Colab, and ``make colab-check``, run with none of the Makefile's pins,
+so torch and MKL take the widest SIMD path the CPU has: AVX-512 on most current servers. That
+sums in a third order; the last run asks for it, and the sweep stops on a CPU without AVX-512
+rather than record the AVX2 numbers under its name.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ CLAIMS = ROOT / CLAIMS_PATH
 SETUP_CELL_TAG = "remove-cell"  # the Colab set-up cell, which changes with the release tag
 DIAGRAM_PREFIX = "fig-diagram-"  # the names of schematic figures (companion.diagrams)
 FOREIGN_NUMERICS = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}
+WIDEST_NUMERICS = {"ATEN_CPU_CAPABILITY": "avx512", "MKL_CBWR": "AUTO"}  # what Colab gets
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,7 @@ RUNS = (
     Run("seed 1", 1),
     Run("seed 2", 2),
     Run("seed 0, other CPU numerics", 0, FOREIGN_NUMERICS),
+    Run("seed 0, AVX-512 numerics", 0, WIDEST_NUMERICS),
 )
 
 SEED_SHIFT_CELL = """\
@@ -139,6 +147,20 @@ def run_once(path: Path, seed_offset: int, log: Path) -> list[str]:
     ]
 
 
+def check_capability(run: Run) -> None:
+    """Stop unless torch really uses the SIMD path ``run`` asks for: torch quietly falls back
+    to a narrower one on a CPU without it, and the record would then name the wrong numerics."""
+    wanted = run.environment.get("ATEN_CPU_CAPABILITY")
+    if wanted is None:
+        return
+    command = [sys.executable, "-c", "import torch; print(torch.backends.cpu.get_cpu_capability())"]
+    used = subprocess.run(command, check=True, capture_output=True, text=True,
+                          env={**os.environ, **run.environment}).stdout.strip()
+    if used.lower() != wanted.lower() and wanted != "default":
+        raise SystemExit(f"error: run {run.name!r} needs ATEN_CPU_CAPABILITY={wanted}, "
+                         f"but this CPU gives torch {used}; sweep on a CPU that has it")
+
+
 def measure(path: Path, run: Run) -> dict:
     """Run ``path`` once as ``run`` says, in a child process with ``run``'s environment."""
     with tempfile.TemporaryDirectory() as scratch:
@@ -174,14 +196,45 @@ def sweep_entry(path: Path, measurements: dict[str, dict]) -> dict:
     }
 
 
+def kept_measurements(entry: dict | None, path: Path, replaced: list[str]) -> dict[str, dict]:
+    """The record's measurements of ``path`` in every run but ``replaced``, in the form
+    :func:`measure` returns, so that :func:`sweep_entry` can merge them with new ones."""
+    if entry is None or entry["code_sha256"] != code_sha256(nbformat.read(path, as_version=4)):
+        raise SystemExit(f"error: {path.name} changed since its last sweep: sweep every run")
+    kept: dict[str, dict] = {}
+    for run in RUNS:
+        if run.name in replaced:
+            continue
+        made = [c for c in entry["claims"] if run.name in c["values"]]
+        kept[run.name] = {
+            "claims": [{"claim": c["claim"], "above": c["above"], "below": c["below"],
+                        "value": c["values"][run.name], "held": c["held"][run.name]}
+                       for c in made],
+            "errors": entry["errors"].get(run.name, []),
+        }
+    return kept
+
+
 def read_claims(path: Path = CLAIMS) -> dict:
     if not path.exists():
         return {"runs": [], "notebooks": {}}
     return json.loads(path.read_text())
 
 
-def sweep(paths: list[Path], record_path: Path = CLAIMS, root: Path = ROOT) -> bool:
-    """Measure every claim of ``paths`` under every run; True if every claim held everywhere."""
+def sweep(paths: list[Path], record_path: Path = CLAIMS, root: Path = ROOT,
+          only: list[str] | None = None) -> bool:
+    """Measure every claim of ``paths`` under every run; True if every claim held everywhere.
+
+    ``only`` names the runs to measure; the other runs' values are kept from the record, which
+    is right only while the notebook's code is unchanged (checked) and so is companion (not
+    checked: after a library change, sweep every run)."""
+    unknown = set(only or ()) - {run.name for run in RUNS}
+    if unknown:
+        raise SystemExit(f"error: no run named {', '.join(sorted(unknown))}; "
+                         f"runs: {', '.join(run.name for run in RUNS)}")
+    runs = [run for run in RUNS if only is None or run.name in only]
+    for run in runs:
+        check_capability(run)
     record = read_claims(record_path)
     record["runs"] = [
         {"name": run.name, "seed_offset": run.seed_offset, "environment": run.environment}
@@ -193,7 +246,9 @@ def sweep(paths: list[Path], record_path: Path = CLAIMS, root: Path = ROOT) -> b
     for path in paths:
         name = path.relative_to(root).as_posix()
         measurements = {}
-        for run in RUNS:
+        if only is not None:
+            measurements = kept_measurements(record["notebooks"].get(name), path, only)
+        for run in runs:
             measurements[run.name] = measure(path, run)
             print(f"{name}, {run.name}: {len(measurements[run.name]['claims'])} claims", flush=True)
         entry = sweep_entry(path, measurements)
@@ -341,8 +396,13 @@ def main(argv: list[str]) -> int:
         Path(result).write_text(json.dumps(errors))
         return 0
     if command == "sweep":
-        paths = [Path(arg).resolve() for arg in argv[1:]] or trained_notebooks()
-        held = sweep(paths)
+        args, only = argv[1:], None
+        while "--run" in args:
+            at = args.index("--run")
+            only = [*(only or []), args[at + 1]]
+            args = args[:at] + args[at + 2:]
+        paths = [Path(arg).resolve() for arg in args] or trained_notebooks()
+        held = sweep(paths, only=only)
         print(f"recorded in {CLAIMS_PATH}")
         return 0 if held else 1
     if command == "quotes":  # markdown quoting trained numbers, as tests/test_claims.py finds
