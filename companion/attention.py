@@ -12,7 +12,9 @@ layers take a keyword-only ``causal=True``; and the attention layers take a keyw
   ``attention_weights`` and multiplies it with the values. It is the path to read, and the one
   that feeds heatmaps;
 - the *fused* path calls ``torch.nn.functional.scaled_dot_product_attention``, which never
-  materialises the weights in memory and is several times faster.
+  materialises the weights in memory (sec-efficient-attention). Whether it is also faster
+  depends on the device and the sizes: on a GPU it usually is; on a CPU at the book's sizes it
+  can be slower (sec-attention-scoring times both paths).
 
 The switch is ``need_weights``: pass ``need_weights=True`` to the constructor, or wrap a whole
 model's forward pass in ``with record_attention(model):``. Without it the fused path runs.
