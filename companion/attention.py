@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from companion.checks import (
+from companion._validate import (
     check_attention_inputs,
     check_dropout,
     check_in_features,
@@ -64,7 +64,7 @@ def attention_mask(
     broadcasts against it. ``valid_lens`` of shape ``(batch,)`` keeps the first ``valid_lens[b]``
     keys for every query; of shape ``(batch, queries)`` it sets a length per query. ``causal``
     also hides the keys after each query's position (queries lined up with the last keys).
-    The callers check ``valid_lens`` first (:func:`companion.checks.check_attention_inputs`).
+    The callers check ``valid_lens`` first (:func:`companion._validate.check_attention_inputs`).
     """
     num_queries, num_keys = scores_shape[-2], scores_shape[-1]
     mask = None

@@ -31,14 +31,14 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from companion.attention import _linear
-from companion.checks import (
+from companion._validate import (
     check_positive,
     check_same_device,
     check_token_ids,
     check_valid_lens,
     values_checked,
 )
+from companion.attention import _linear
 from companion.transformer import TransformerEncoderBlock
 
 CLS, SEP, MASK = "<cls>", "<sep>", "<mask>"

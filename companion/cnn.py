@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from companion.checks import check_positive
+from companion._validate import check_positive
 
 
 class SmallCNN(nn.Module):

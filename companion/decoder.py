@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from companion.checks import check_dropout, check_hiddens, check_positive, check_token_ids
+from companion._validate import check_dropout, check_hiddens, check_positive, check_token_ids
 from companion.feedforward import SwiGLU
 from companion.gqa import Cache, GroupedQueryAttention, RollingKVCache, steps_seen
 from companion.kv_cache import KVCache

@@ -36,8 +36,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from companion._validate import check_positive
 from companion.attention import record_attention
-from companion.checks import check_positive
 from companion.train import eval_mode
 
 State = Any  # whatever a decoder's init_state returns: tensors in tuples, lists or dicts

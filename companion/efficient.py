@@ -29,8 +29,8 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
+from companion._validate import check_attention_inputs, describe_shapes
 from companion.attention import KeepsWeights, attention_mask
-from companion.checks import check_attention_inputs, describe_shapes
 
 
 def feature_map(x: torch.Tensor) -> torch.Tensor:

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from companion.checks import check_dropout, check_positive
+from companion._validate import check_dropout, check_positive
 
 
 class SwiGLU(nn.Module):

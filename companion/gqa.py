@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from companion.checks import check_dropout, check_hiddens, check_positive
+from companion._validate import check_dropout, check_hiddens, check_positive
 from companion.kv_cache import KVCache
 from companion.rotary import RotaryEmbedding
 

@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from companion.checks import (
+from companion._validate import (
     check_dropout,
     check_positive,
     check_same_device,

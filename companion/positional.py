@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from companion.checks import check_dropout, check_positive
+from companion._validate import check_dropout, check_positive
 
 
 class PositionalEncoding(nn.Module):

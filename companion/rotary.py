@@ -21,7 +21,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from companion.checks import check_positive
+from companion._validate import check_positive
 
 Pairing = Literal["half", "interleaved"]
 PAIRINGS = ("half", "interleaved")

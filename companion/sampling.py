@@ -30,7 +30,7 @@ import math
 
 import torch
 
-from companion.checks import values_checked
+from companion._validate import values_checked
 
 
 def _check_logits(logits: torch.Tensor) -> None:
@@ -42,7 +42,7 @@ def _check_logits(logits: torch.Tensor) -> None:
 
 
 def _check_finite(logits: torch.Tensor) -> None:
-    """Each row needs a finite maximum, and no NaN (read on the CPU only, see checks)."""
+    """Each row needs a finite maximum, and no NaN (read on the CPU only, see _validate)."""
     if logits.numel() and values_checked(logits):
         row_max = logits.max(dim=-1).values  # NaN if the row holds one
         if not torch.isfinite(row_max).all():

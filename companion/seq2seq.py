@@ -25,8 +25,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.parameter import UninitializedParameter
 
+from companion._validate import check_dropout, check_positive, check_token_ids
 from companion.attention import AdditiveAttention, KVCache
-from companion.checks import check_dropout, check_positive, check_token_ids
 from companion.decoding import Decoded, Decoder, State, decode, decode_steps
 from companion.train import sequence_loss
 

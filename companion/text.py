@@ -25,7 +25,7 @@ from typing import NamedTuple, cast, overload
 
 import torch
 
-from companion.checks import check_positive
+from companion._validate import check_positive
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)  # indices 0, 1, 2, 3 in every Vocab

@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.parameter import UninitializedParameter
 
-from companion.checks import check_positive
+from companion._validate import check_positive
 from companion.device import get_device
 
 PROGRESS_VARIABLE = "COMPANION_PROGRESS"

@@ -35,13 +35,13 @@ from typing import Any, NamedTuple, cast
 import torch
 from torch import nn
 
-from companion.attention import MultiHeadAttention, _linear
-from companion.checks import (
+from companion._validate import (
     check_dropout,
     check_hiddens,
     check_positive,
     check_token_ids,
 )
+from companion.attention import MultiHeadAttention, _linear
 from companion.kv_cache import KVCache
 from companion.positional import PositionalEncoding
 

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 from torch.nn.parameter import UninitializedParameter
 
-from companion.checks import check_dropout, check_like_weights, check_positive
+from companion._validate import check_dropout, check_like_weights, check_positive
 from companion.transformer import PreNormBlock, ViTMLP
 
 ViTBlock = PreNormBlock  # d2l's name: the ViT's block is the pre-norm block GPT stacks too

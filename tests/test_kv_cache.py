@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-from companion import checks
+from companion import _validate
 from companion.decoding import EOS_CHECK_EVERY, beam_search, decode_steps, greedy_decode
 from companion.kv_cache import BlockInputCacheDecoder, KVCache, NoCacheDecoder
 from companion.lm import GPT
@@ -242,12 +242,12 @@ def test_gpt_generation_reads_no_value_from_the_device(use_cache):
 
 def test_value_checks_run_on_the_device_only_when_asked(monkeypatch):
     """The control: with the debug switch on, the checks read values, which meta cannot give."""
-    monkeypatch.setattr(checks, "CHECK_VALUES_EVERYWHERE", True)
+    monkeypatch.setattr(_validate, "CHECK_VALUES_EVERYWHERE", True)
     model = transformer(0).to("meta")
     src, valid_len = meta_batch()
     with pytest.raises(RuntimeError, match="meta"):
         model(src, src, valid_len)
-    monkeypatch.setattr(checks, "CHECK_VALUES_EVERYWHERE", False)
+    monkeypatch.setattr(_validate, "CHECK_VALUES_EVERYWHERE", False)
     with pytest.raises(ValueError, match="outside the vocabulary"):  # on the CPU: checked
         transformer(0)(torch.tensor([[VOCAB]]), torch.tensor([[1]]), torch.tensor([1]))
 
