@@ -76,7 +76,7 @@ FOREIGN_NUMERICS := ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE
 test-foreign: $(STAMP)
 	$(FOREIGN_NUMERICS) COMPANION_TIME_BUDGET=report $(BIN)/python -m pytest book -v
 
-# The spread of every trained claim over three seeds and the foreign numerics, into
+# The spread of every trained claim over three seeds, the foreign and the AVX-512 numerics, into
 # book/claims.json (the status page's table; tests/test_claims.py checks it against the code).
 # NOTEBOOKS= limits it to some notebooks, e.g. make claims NOTEBOOKS=book/transformer.ipynb
 claims: $(STAMP)

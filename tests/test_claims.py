@@ -2,8 +2,8 @@
 
 The convention (CONTRIBUTING.md): a cell that prints results of training is tagged ``trained``,
 nbval runs it without comparing its output, and it asserts each claim the prose makes about it
-with ``companion.claim``. ``tools/claims.py`` measured each claim over three seeds and another
-CPU's numerics into ``book/claims.json``; these tests hold that record to the notebooks.
+with ``companion.claim``. ``tools/claims.py`` measured each claim over three seeds and two other
+kinds of CPU numerics into ``book/claims.json``; these tests hold that record to the notebooks.
 """
 
 from __future__ import annotations
