@@ -35,8 +35,7 @@ from companion.kv_cache import KVCache
 from companion.norms import RMSNorm
 from companion.positional import PositionalEncoding
 from companion.rotary import RotaryEmbedding, check_pairing
-from companion.sampling import check_sampling_arguments, sample_next
-from companion.train import eval_mode
+from companion.sampling import check_sampling_arguments, generate_tokens
 from companion.vit import ViTMLP
 
 CHOICES = {
@@ -237,11 +236,6 @@ class DecoderLM(nn.Module):
         check_token_ids(prompt, self.config.vocab_size, name="prompt")
         check_sampling_arguments(temperature, top_k, top_p)  # before any step runs
         caches = self.new_caches() if use_cache else None
-        tokens = inputs = prompt
-        with eval_mode(self):  # then back in the mode it had, even if a step raises
-            for _ in range(max_new_tokens):
-                logits = self(inputs, caches)[:, -1]  # (batch, vocab_size): the next token
-                next_token = sample_next(logits, temperature, top_k, top_p, generator)
-                tokens = torch.cat((tokens, next_token[:, None]), dim=1)  # (batch, steps + 1)
-                inputs = next_token[:, None] if use_cache else tokens
-        return tokens
+        return generate_tokens(
+            self, prompt, max_new_tokens, caches, temperature, top_k, top_p, generator
+        )

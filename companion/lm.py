@@ -41,7 +41,7 @@ from companion._validate import (
 )
 from companion.device import get_device
 from companion.kv_cache import KVCache
-from companion.sampling import check_sampling_arguments, sample_next
+from companion.sampling import check_sampling_arguments, generate_tokens
 from companion.tasks.language import (
     invented_sentences,
     invented_words,
@@ -178,15 +178,10 @@ class GPT(nn.Module):
                 f"positions; max_len is {self.max_len}"
             )
         check_sampling_arguments(temperature, top_k, top_p)  # before any step runs
-        caches = [KVCache() for _ in self.blks] if use_cache else None
-        tokens = inputs = prompt
-        with eval_mode(self):  # then back in the mode it had, even if a step raises
-            for _ in range(max_new_tokens):
-                logits = self(inputs, caches)[:, -1]  # (batch, vocab_size): the next token
-                next_token = sample_next(logits, temperature, top_k, top_p, generator)  # (batch,)
-                tokens = torch.cat((tokens, next_token[:, None]), dim=1)
-                inputs = next_token[:, None] if use_cache else tokens
-        return tokens
+        caches = [KVCache() for _ in self.blks] if use_cache else None  # one per block
+        return generate_tokens(
+            self, prompt, max_new_tokens, caches, temperature, top_k, top_p, generator
+        )
 
 
 # ---------------------------------------------------------------------------------------------

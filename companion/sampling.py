@@ -29,8 +29,10 @@ from __future__ import annotations
 import math
 
 import torch
+from torch import nn
 
 from companion._validate import values_checked
+from companion.train import eval_mode
 
 
 def _check_logits(logits: torch.Tensor) -> None:
@@ -150,3 +152,32 @@ def sample_next(
         logits = top_p_filter(logits, top_p)
     probs = logits.softmax(dim=-1)  # (batch, vocab), zero outside the kept set
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # (batch,)
+
+
+@torch.no_grad()
+def generate_tokens(
+    model: nn.Module,
+    prompt: torch.Tensor,
+    max_new_tokens: int,
+    caches: list | None,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """The loop of a decoder-only model's ``generate`` (sec-language-models), shared by
+    :class:`~companion.lm.GPT` and :class:`~companion.decoder.DecoderLM`, which check the
+    arguments first. ``model(inputs, caches)`` returns ``(batch, steps, vocab_size)`` logits;
+    each step samples the next token from the last row with :func:`sample_next` and appends it.
+    With ``caches`` (one empty cache per block) every step after the first feeds only the
+    newest token; with ``None``, the whole sequence so far. Returns ``(batch, steps +
+    max_new_tokens)``; the model runs in eval mode and is left in the mode it had, even if a
+    step raises."""
+    tokens = inputs = prompt  # (batch, steps)
+    with eval_mode(model):
+        for _ in range(max_new_tokens):
+            logits = model(inputs, caches)[:, -1]  # (batch, vocab_size): the next token
+            next_token = sample_next(logits, temperature, top_k, top_p, generator)  # (batch,)
+            tokens = torch.cat((tokens, next_token[:, None]), dim=1)
+            inputs = next_token[:, None] if caches is not None else tokens
+    return tokens

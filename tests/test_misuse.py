@@ -12,6 +12,7 @@ from torch import nn
 
 import companion as C
 from companion.bert import BERTClassifier, mask_tokens
+from companion.decoder import DecoderLM, llama_config
 from companion.kv_cache import KVCache
 from companion.lm import cross_entropy_per_token
 from companion.pretrain import accuracy
@@ -283,6 +284,15 @@ def test_a_model_that_raises_keeps_its_mode(evaluate):
     model = raises_inside(gpt().train())
     with pytest.raises(RuntimeError, match="a step failed"):
         evaluate(model)
+    assert model.training
+
+
+def test_the_modern_decoder_that_raises_keeps_its_mode():
+    """DecoderLM.generate shares GPT.generate's loop (companion.sampling.generate_tokens)."""
+    torch.manual_seed(0)
+    model = raises_inside(DecoderLM(llama_config(VOCAB, max_len=10)).train())
+    with pytest.raises(RuntimeError, match="a step failed"):
+        model.generate(ids(1, 2), 2)
     assert model.training
 
 
