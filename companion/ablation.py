@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from companion import lm
 from companion.decoder import DecoderConfig, DecoderLM, gpt2_config
 from companion.device import get_device
 from companion.lm import (
@@ -108,6 +109,21 @@ def gap_to_floor(
         device=device,
     )
     return cross_entropy_per_token(model, data["test"]) - data["floor"]
+
+
+def recipe_llama(vocab_size: int) -> tuple[torch.nn.Module, str]:
+    """The "all four" variant (RMSNorm, RoPE, SwiGLU, GQA) at the GPT recipe's parameter count
+    (the GPT recipe's model is the ablation's GPT-2 block), and its name."""
+    config = variant_configs(vocab_size)["all four"]
+    name = (f"Llama-style (RMSNorm, RoPE, SwiGLU, GQA), {config.num_hiddens} wide, "
+            f"{config.num_blks} blocks")
+    return DecoderLM(config), name
+
+
+def time_to_quality(seed: int = 0, device: torch.device | None = None) -> dict:
+    """``python -m companion.bench train``'s llama row: :func:`companion.lm.time_to_quality`,
+    the GPT recipe, with :func:`recipe_llama`'s model in place of the GPT."""
+    return lm.time_to_quality(seed, device, build=recipe_llama)
 
 
 def load_results(path: Path = RESULTS) -> dict[str, Any]:

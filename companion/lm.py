@@ -25,7 +25,7 @@ prefix at every step, for comparison. Both give the same tokens.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -271,9 +271,24 @@ RECIPE_MODEL: dict[str, Any] = dict(
 TARGET_GAP = 0.03  # nats per token above the entropy floor
 
 
-def time_to_quality(seed: int = 0, device: torch.device | None = None) -> dict:
-    """Train a :class:`GPT` from scratch on the invented language until its validation
+def recipe_gpt(vocab_size: int) -> tuple[nn.Module, str]:
+    """The recipe's model, a :class:`GPT` of :data:`RECIPE_MODEL`, and its name."""
+    return GPT(vocab_size, **RECIPE_MODEL), "GPT, {num_hiddens} wide, {num_blks} blocks".format(
+        **RECIPE_MODEL
+    )
+
+
+def time_to_quality(
+    seed: int = 0,
+    device: torch.device | None = None,
+    build: Callable[[int], tuple[nn.Module, str]] = recipe_gpt,
+) -> dict:
+    """Train a language model from scratch on the invented language until its validation
     cross-entropy is within :data:`TARGET_GAP` nats per token of the entropy floor.
+
+    ``build(vocab_size)`` returns the model (on the CPU) and its name: by default
+    :func:`recipe_gpt`; :func:`companion.ablation.time_to_quality` passes a Llama-style model
+    of the same size, so the two recipes differ only in the model.
 
     The gap of a corpus is measured against that corpus's own surprisal under the true
     distribution, ``-sum log P(S) / number of tokens``, whose expectation is the floor
@@ -297,7 +312,8 @@ def time_to_quality(seed: int = 0, device: torch.device | None = None) -> dict:
         for split in sentences[1:]
     )
     train, val, test = (lm_arrays(split, vocab) for split in sentences)
-    model = GPT(len(vocab), **RECIPE_MODEL).to(device)
+    model, name = build(len(vocab))
+    model = model.to(device)
     generator = torch.Generator().manual_seed(seed)
     start = time.perf_counter()
     history = fit(
@@ -313,7 +329,7 @@ def time_to_quality(seed: int = 0, device: torch.device | None = None) -> dict:
     seconds = time.perf_counter() - start
     return {
         "task": f"invented language, {RECIPE_SENTENCES // 1000}k sentences",
-        "model": "GPT, {num_hiddens} wide, {num_blks} blocks".format(**RECIPE_MODEL),
+        "model": name,
         "target": f"cross-entropy <= floor + {TARGET_GAP} nats/token",
         "reached": history["gap"][-1] <= TARGET_GAP,
         "seconds": seconds,

@@ -61,3 +61,28 @@ def test_the_committed_results_ship_with_the_package():
     ]["companion"]
     name = RESULTS.relative_to(root / "companion").as_posix()
     assert RESULTS.is_file() and any(fnmatch.fnmatch(name, p) for p in patterns), name
+
+
+def test_the_llama_recipe_is_the_gpt_recipe_with_the_all_four_model(monkeypatch):
+    import torch
+
+    import companion.ablation as ablation
+    import companion.lm as lm
+    from companion.decoder import DecoderLM
+
+    monkeypatch.setattr(lm, "RECIPE_SENTENCES", 256)
+    monkeypatch.setattr(lm, "RECIPE_EPOCHS", 1)
+    trained = []
+
+    def fit(model, *args, **kwargs):  # record the model instead of training it
+        trained.append(model)
+        return {"gap": [9.0], "epoch": [1]}
+
+    monkeypatch.setattr(lm, "fit", fit)
+    result = ablation.time_to_quality(seed=0, device=torch.device("cpu"))
+    (model,) = trained
+    assert isinstance(model, DecoderLM) and model.config == CONFIGS["all four"]
+    gpt, _ = lm.recipe_gpt(len(language_model_vocab()))
+    assert abs(num_parameters(model.config) - sum(p.numel() for p in gpt.parameters())) <= (
+        0.002 * num_parameters(model.config))  # the GPT recipe's size
+    assert result["model"].startswith("Llama-style") and result["reached"] is False

@@ -8,7 +8,8 @@ The final score is then measured on the test split, whose sources training never
 
 The models of "Transformers today" each bring their own recipe, a ``time_to_quality(seed,
 device)`` in their module (:data:`MODEL_RECIPES`): the language model trains until its
-validation cross-entropy is within a stated gap of the language's entropy floor, the pretrained
+validation cross-entropy is within a stated gap of the language's entropy floor (GPT, and the
+Llama-style model of the same size with the same recipe), the pretrained
 BERT fine-tunes to a stated accuracy and the ViT trains until its validation accuracy has
 been 0.95 three epochs in a row; each is then scored on its test split. Their
 seconds count training and evaluation after the data are built (BERT's include pretraining).
@@ -30,6 +31,7 @@ from companion.recipes import RECIPES, run_recipe
 # name -> the module whose time_to_quality(seed, device) trains that chapter's model
 MODEL_RECIPES = {
     "gpt": "companion.lm",
+    "llama": "companion.ablation",
     "bert": "companion.pretrain",
     "vit": "companion.tasks.digits",
 }
@@ -96,7 +98,8 @@ def main(argv: Sequence[str]) -> int:
     if rows:
         lines += ["", *_table(titles, rows)]
     if models:
-        lines += ["", "Transformers today (test score: gap to the floor for gpt, else accuracy)"]
+        lines += ["", "Transformers today (test score: the gap to the floor for gpt and llama, "
+                  "else accuracy)"]
         lines += _table(titles, models)
     print("\n".join(lines))
     return 0
