@@ -9,6 +9,7 @@ from companion import MultiHeadAttention
 from companion.exercises.multihead import (
     check_head_ablation,
     check_merge_heads,
+    check_multihead_attention,
     check_split_heads,
 )
 
@@ -235,3 +236,80 @@ def test_head_ablation_hard_wired_to_the_chapter_fails(capsys):
     for seed in range(3):
         assert not check_head_ablation(ablate_head, seed=seed)
         assert "pass" not in capsys.readouterr().out
+
+
+def multihead(queries, keys, values, W_q, W_k, W_v, W_o, num_heads):
+    q, k, v = (split_heads(X @ W, num_heads) for X, W in ((queries, W_q), (keys, W_k),
+                                                          (values, W_v)))
+    p = q.shape[-1]
+    weights = torch.softmax(q @ k.transpose(-2, -1) / p**0.5, dim=-1)
+    return merge_heads(weights @ v) @ W_o
+
+
+def test_multihead_attention_pass(capsys):
+    assert check_multihead_attention(multihead, seed=0)
+    assert capsys.readouterr().out.startswith("pass: multihead matches the reference")
+
+
+def test_multihead_attention_equals_companions_layer(capsys):
+    """The reference is the chapter's layer: companion's MultiHeadAttention with its weights
+    copied in passes the checker."""
+
+    def with_companion(queries, keys, values, W_q, W_k, W_v, W_o, num_heads):
+        layer = MultiHeadAttention(queries.shape[-1], num_heads, dropout=0.0)
+        layer(queries, keys, values)  # size the lazy projections
+        with torch.no_grad():
+            for linear, W in zip((layer.W_q, layer.W_k, layer.W_v, layer.W_o),
+                                 (W_q, W_k, W_v, W_o)):
+                linear.weight.copy_(W.T)  # nn.Linear stores (out, in)
+            return layer(queries, keys, values)
+
+    assert check_multihead_attention(with_companion, seed=0)
+    assert capsys.readouterr().out.startswith("pass")
+
+
+def test_multihead_attention_hints(capsys):
+    def scaled(scale_of):  # the right layer with another scale
+        def fn(queries, keys, values, W_q, W_k, W_v, W_o, num_heads):
+            q, k, v = (split_heads(X @ W, num_heads) for X, W in ((queries, W_q), (keys, W_k),
+                                                                  (values, W_v)))
+            weights = torch.softmax(q @ k.transpose(-2, -1) / scale_of(queries, q), dim=-1)
+            return merge_heads(weights @ v) @ W_o
+        return fn
+
+    def no_transpose(queries, keys, values, W_q, W_k, W_v, W_o, num_heads):
+        def split(X):
+            return X.reshape(X.shape[0], num_heads, X.shape[1], -1)
+        q, k, v = split(queries @ W_q), split(keys @ W_k), split(values @ W_v)
+        weights = torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, dim=-1)
+        out = weights @ v
+        return out.reshape(out.shape[0], out.shape[2], -1) @ W_o
+
+    def interleaved(queries, keys, values, W_q, W_k, W_v, W_o, num_heads):
+        def split(X):
+            return X.reshape(X.shape[0], X.shape[1], -1, num_heads).permute(0, 3, 1, 2)
+        q, k, v = split(queries @ W_q), split(keys @ W_k), split(values @ W_v)
+        weights = torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, dim=-1)
+        out = weights @ v  # (batch, heads, n, p)
+        return out.permute(0, 2, 3, 1).reshape(out.shape[0], out.shape[2], -1) @ W_o
+
+    def softmax_queries(queries, keys, values, W_q, W_k, W_v, W_o, num_heads):
+        q, k, v = (split_heads(X @ W, num_heads) for X, W in ((queries, W_q), (keys, W_k),
+                                                              (values, W_v)))
+        weights = torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, dim=-2)
+        return merge_heads(weights @ v) @ W_o
+
+    cases = [
+        (scaled(lambda X, q: X.shape[-1] ** 0.5), "divided by sqrt(d), the model's width"),
+        (scaled(lambda X, q: 1.0), "the scores are not scaled"),
+        (lambda *a: multihead(*a[:6], torch.eye(a[0].shape[-1]), a[7]), "W_o is missing"),
+        (no_transpose, "heads and positions are mixed"),
+        (interleaved, "the features are interleaved"),
+        (lambda *a: multihead(*a[:7], 1), "one head over the whole width"),
+        (softmax_queries, "softmax over the wrong axis"),
+        (lambda *a: multihead(*a)[:, :-1], "shape: expected"),
+    ]
+    for wrong, hint in cases:
+        assert not check_multihead_attention(wrong, seed=0)
+        out = capsys.readouterr().out
+        assert hint in out, out

@@ -17,6 +17,7 @@ from companion.exercises.modern_decoder import check_repeat_kv, check_rope
 from companion.exercises.multihead import (
     check_head_ablation,
     check_merge_heads,
+    check_multihead_attention,
     check_split_heads,
 )
 from companion.exercises.pooling import check_gaussian_weights, check_laplace_pooling
@@ -59,6 +60,7 @@ __all__ = [
     "check_masked_softmax",
     "check_merge",
     "check_merge_heads",
+    "check_multihead_attention",
     "check_mlm_loss",
     "check_patchify",
     "check_repeat_kv",

@@ -9,6 +9,11 @@ instead of in contiguous blocks, and the heads left in the wrong axis.
 ``check_head_ablation`` checks switching one head off by zeroing the columns of the output
 projection ``W_o`` that read it, and names zeroing its rows instead.
 
+``check_multihead_attention`` checks the whole layer built from its four matrices (the chapter's
+build-it-yourself), and names a scale by sqrt(d) instead of sqrt(p), a missing scale, a
+forgotten ``W_o``, heads mixed with positions, interleaved heads, one head over the whole width
+and a softmax over the queries.
+
 The shapes are drawn afresh on every call (``seed=`` repeats a run, for tests) and never equal the
 chapter's own variables (``batch, steps, d, h = 2, 5, 12, 3`` and the two heads of 16 features of
 the digit task), so a solution that reads those variables instead of its arguments fails.
@@ -210,4 +215,92 @@ def check_head_ablation(
             (lambda W, i, h: W, NOTHING_ZEROED),
         ],
         seed=seed,
+    )
+
+
+# --------------------------------------------- the whole layer, built from its four matrices
+
+SCALED_BY_WIDTH = (
+    "the scores are divided by sqrt(d), the model's width; each head compares vectors of "
+    "p = d/heads features, so divide by sqrt(p)"
+)
+NOT_SCALED = "the scores are not scaled: divide each head's q·k by sqrt(p), p = d/heads"
+NO_OUTPUT_PROJECTION = (
+    "W_o is missing: after concatenating the heads, multiply by W_o, which mixes what the heads "
+    "found"
+)
+HEADS_MIXED_WITH_POSITIONS = (
+    "heads and positions are mixed: a reshape of (batch, n, d) straight to (batch, heads, n, p) "
+    "gives each head features of other positions. Reshape to (batch, n, heads, p), then swap "
+    "axes 1 and 2 (and back the same way before W_o)"
+)
+INTERLEAVED_HEADS = (
+    "the features are interleaved: head i owns the contiguous features i*p ... (i+1)*p - 1 of "
+    "the projected queries, keys and values, not every heads-th feature"
+)
+ONE_HEAD = (
+    "that is one head over the whole width: split the projected queries, keys and values into "
+    "heads of p = d/heads features, attend in each head separately, then concatenate"
+)
+SOFTMAX_OVER_QUERIES = (
+    "softmax over the wrong axis: each query's weights over the keys must sum to 1 (softmax over "
+    "the last axis of the (batch, heads, queries, keys) scores)"
+)
+
+
+def _multihead_inputs(generator: torch.Generator) -> Inputs:
+    # Queries and keys of different lengths, so that a softmax over the wrong axis shows.
+    batch, queries, heads, head_size = _sizes(generator)
+    keys = draw(generator, 2, 8, avoid=[queries, heads, CHAPTER_STEPS])
+    width = heads * head_size
+
+    def matrix() -> torch.Tensor:  # (d, d), applied as X @ W
+        return torch.randn(width, width, generator=generator) / width**0.5
+
+    Q = torch.randn(batch, queries, width, generator=generator)
+    K, V = (torch.randn(batch, keys, width, generator=generator) for _ in range(2))
+    return Q, K, V, matrix(), matrix(), matrix(), matrix(), heads
+
+
+def _multihead(Q, K, V, W_q, W_k, W_v, W_o, num_heads, how: str = "right") -> torch.Tensor:
+    """Multi-head attention from its four matrices; ``how`` names a known mistake."""
+    width = Q.shape[-1]
+    heads = 1 if how == "one_head" else num_heads
+    p = width // heads
+    split_how = {"no_transpose": "no_transpose", "interleaved": "interleaved"}.get(how, "right")
+    q, k, v = (_split_heads(X @ W, heads, split_how) for X, W in ((Q, W_q), (K, W_k), (V, W_v)))
+    scale = {"width": width**0.5, "unscaled": 1.0}.get(how, p**0.5)
+    scores = q @ k.transpose(-2, -1) / scale  # (batch, heads, queries, keys)
+    weights = scores.softmax(dim=-2 if how == "softmax_queries" else -1)
+    merged = _merge_heads(weights @ v, split_how)  # (batch, queries, d)
+    return merged if how == "no_output" else merged @ W_o
+
+
+def check_multihead_attention(
+    student_fn: Callable[..., torch.Tensor], *, seed: int | None = None
+) -> bool:
+    """sec-multihead-attention: ``student_fn(queries, keys, values, W_q, W_k, W_v, W_o,
+    num_heads)`` computes multi-head attention without masks: project with the ``(d, d)``
+    matrices (``X @ W``), split into ``num_heads`` heads of ``p = d / num_heads`` contiguous
+    features, scaled dot-product attention in each head (``/ sqrt(p)``), concatenate the heads
+    and multiply by ``W_o``. Queries are ``(batch, queries, d)``, keys and values ``(batch,
+    keys, d)``; the result is ``(batch, queries, d)``."""
+    def mistake(how: str) -> Callable[..., torch.Tensor]:
+        return lambda *inputs: _multihead(*inputs, how=how)
+
+    return check(
+        student_fn,
+        _multihead,
+        _multihead_inputs,
+        mistakes=[
+            (mistake("width"), SCALED_BY_WIDTH),
+            (mistake("unscaled"), NOT_SCALED),
+            (mistake("no_output"), NO_OUTPUT_PROJECTION),
+            (mistake("no_transpose"), HEADS_MIXED_WITH_POSITIONS),
+            (mistake("interleaved"), INTERLEAVED_HEADS),
+            (mistake("one_head"), ONE_HEAD),
+            (mistake("softmax_queries"), SOFTMAX_OVER_QUERIES),
+        ],
+        seed=seed,
+        atol=1e-4,
     )
