@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from companion.attention import attention_mask
-from companion.exercises.lm import check_cached_causal_mask, check_top_p_filter
+from companion.exercises.lm import check_cached_causal_mask, check_prenorm_block, check_top_p_filter
 
 # ----------------------------------------------------------------------------- top-p
 
@@ -188,3 +188,66 @@ def test_sizes_vary_and_are_never_the_chapters():
         assert check_top_p_filter(spy, seed=seed)
     assert len({tuple(calls) for calls in seen}) == len(seen)
     assert all(p != 0.9 and vocab != 6 for calls in seen for _, vocab, p in calls)
+
+
+# ----------------------------------------------------------------------------- pre-norm block
+
+
+def prenorm_block(X, ln1, attention, ln2, mlp):
+    X = X + attention(ln1(X))
+    return X + mlp(ln2(X))
+
+
+def test_prenorm_block_pass(capsys):
+    assert check_prenorm_block(prenorm_block, seed=0)
+    assert capsys.readouterr().out.startswith("pass: prenorm_block matches the reference")
+
+
+def test_prenorm_block_equals_companions_block(capsys):
+    """The reference is companion's PreNormBlock, GPT's block, with these sublayers."""
+    from companion.transformer import PreNormBlock
+
+    class Sublayer(torch.nn.Module):  # the checker's sublayers, as the block calls them
+        def __init__(self, fn):
+            super().__init__()
+            self.fn = fn
+
+        def forward(self, X, *args, **kwargs):
+            return self.fn(X)  # self-attention: queries, keys and values are all X
+
+    def with_companion(X, ln1, attention, ln2, mlp):
+        block = PreNormBlock(X.shape[-1], X.shape[-1], 4, 2, dropout=0.0)
+        block.ln1, block.ln2 = ln1, ln2
+        block.attention, block.mlp = Sublayer(attention), Sublayer(mlp)
+        return block(X, causal=True)
+
+    assert check_prenorm_block(with_companion, seed=0)
+    assert capsys.readouterr().out.startswith("pass")
+
+
+def test_prenorm_block_hints(capsys):
+    def post_norm(X, ln1, attention, ln2, mlp):
+        X = ln1(X + attention(X))
+        return ln2(X + mlp(X))
+
+    def from_normalized(X, ln1, attention, ln2, mlp):
+        Y = ln1(X)
+        X = Y + attention(Y)
+        Y = ln2(X)
+        return Y + mlp(Y)
+
+    cases = [
+        (post_norm, "that is the post-norm block"),
+        (from_normalized, "the residual adds the normalized input"),
+        (lambda X, a, f, b, g: prenorm_block(X, b, f, a, g), "the two norms are swapped"),
+        (lambda X, a, f, b, g: g(b(X + f(a(X)))), "the second residual is missing"),
+        (lambda X, a, f, b, g: prenorm_block(X, lambda Y: Y, f, b, g),
+         "the attention reads X itself"),
+        (lambda X, a, f, b, g: prenorm_block(X, a, f, lambda Y: Y, g), "the MLP reads X itself"),
+        (lambda X, a, f, b, g: b(prenorm_block(X, a, f, b, g)), "the block ends with a norm"),
+        (lambda X, a, f, b, g: prenorm_block(X, a, f, b, g)[:, 1:], "shape: expected"),
+    ]
+    for wrong, hint in cases:
+        assert not check_prenorm_block(wrong, seed=0)
+        out = capsys.readouterr().out
+        assert hint in out, out

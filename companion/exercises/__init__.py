@@ -12,7 +12,11 @@ from companion.exercises.bahdanau import (
 )
 from companion.exercises.core import check
 from companion.exercises.efficient import check_causal_linear_attention, check_linear_attention
-from companion.exercises.lm import check_cached_causal_mask, check_top_p_filter
+from companion.exercises.lm import (
+    check_cached_causal_mask,
+    check_prenorm_block,
+    check_top_p_filter,
+)
 from companion.exercises.modern_decoder import check_repeat_kv, check_rope
 from companion.exercises.multihead import (
     check_head_ablation,
@@ -63,6 +67,7 @@ __all__ = [
     "check_multihead_attention",
     "check_mlm_loss",
     "check_patchify",
+    "check_prenorm_block",
     "check_repeat_kv",
     "check_rope",
     "check_rotation_matrix",

@@ -5,7 +5,10 @@ in, the same logits out with every token outside the nucleus set to ``-inf``.
 ``check_cached_causal_mask`` checks the causal mask of new queries that come after cached keys.
 Each names the usual mistakes: the token that crosses ``p`` dropped, no sort or the wrong order,
 the kept logits left in sorted order, 0 instead of ``-inf``; a mask lined up with the first keys
-instead of the last, a masked diagonal, the wrong triangle.
+instead of the last, a masked diagonal, the wrong triangle. ``check_prenorm_block`` checks the
+forward pass of GPT's pre-norm block, the chapter's own layer, and names a post-norm block, a
+residual taken from the normalized input, swapped or missing norms, a missing residual and a
+norm at the block's end.
 
 The sizes (and ``p``) are drawn afresh on every call (``seed=`` repeats a run, for tests) and are
 never the chapter's own (its examples use a vocabulary of 6 tokens and ``p = 0.9``; its cache
@@ -179,4 +182,107 @@ def check_cached_causal_mask(
             ),
         ],
         seed=seed,
+    )
+
+
+# ----------------------------------------------------------------------------- pre-norm block
+
+POST_NORM = (
+    "that is the post-norm block of the 2017 Transformer, LN(X + sublayer(X)). GPT's block is "
+    "pre-norm: X + sublayer(LN(X)), so the residual path from input to output stays a plain sum"
+)
+RESIDUAL_FROM_NORMALIZED = (
+    "the residual adds the normalized input: Y = LN(X); X = Y + attention(Y). Add the sublayer's "
+    "output to X itself, X + attention(LN(X)), or the residual path is normalized at every block"
+)
+NORMS_SWAPPED = (
+    "the two norms are swapped: ln1 goes before the attention, ln2 before the MLP (each has its "
+    "own learned scale and shift)"
+)
+NO_SECOND_RESIDUAL = (
+    "the second residual is missing: return X + mlp(ln2(X)), not mlp(ln2(X)), or the block drops "
+    "everything the attention added"
+)
+ATTENTION_UNNORMALIZED = (
+    "the attention reads X itself: normalize first, X + attention(ln1(X))"
+)
+MLP_UNNORMALIZED = "the MLP reads X itself: normalize first, X + mlp(ln2(X))"
+FINAL_NORM = (
+    "the block ends with a norm: in a pre-norm stack the output of each block stays "
+    "unnormalized; only the model's last layer normalization (GPT's self.ln) comes after the "
+    "last block"
+)
+
+
+def _block_inputs(generator: torch.Generator) -> Inputs:
+    # Sizes unlike the chapter's model (width 64): a width of 6 to 20, 3 to 9 steps.
+    batch, steps, width = draw(generator, 1, 3), draw(generator, 3, 9), 2 * draw(generator, 3, 10)
+    X = torch.randn(batch, steps, width, generator=generator)
+
+    def layer_norm() -> torch.nn.LayerNorm:  # with a learned scale and shift that are not 1, 0
+        norm = torch.nn.LayerNorm(width)
+        with torch.no_grad():
+            norm.weight.copy_(1 + 0.5 * torch.randn(width, generator=generator))
+            norm.bias.copy_(0.5 * torch.randn(width, generator=generator))
+        return norm
+
+    W_attention, W_1, W_2 = (torch.randn(width, width, generator=generator) / width**0.5
+                             for _ in range(3))
+
+    def attention(Y: torch.Tensor) -> torch.Tensor:  # causal self-attention with one head
+        scores = (Y @ W_attention) @ Y.transpose(1, 2) / width**0.5  # (batch, steps, steps)
+        future = torch.ones(Y.shape[1], Y.shape[1], dtype=torch.bool).triu(1)
+        return scores.masked_fill(future, -math.inf).softmax(dim=-1) @ Y
+
+    def mlp(Y: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.gelu(Y @ W_1) @ W_2
+
+    return X, layer_norm(), attention, layer_norm(), mlp
+
+
+def _prenorm_block(X, ln1, attention, ln2, mlp, how: str = "right") -> torch.Tensor:
+    """GPT's block (sec-language-models); ``how`` names a known mistake."""
+    if how == "post_norm":
+        X = ln1(X + attention(X))
+        return ln2(X + mlp(X))
+    if how == "swapped":
+        ln1, ln2 = ln2, ln1
+    if how == "from_normalized":
+        Y = ln1(X)
+        X = Y + attention(Y)
+        Y = ln2(X)
+        return Y + mlp(Y)
+    X = X + attention(X if how == "attention_unnormalized" else ln1(X))
+    out = mlp(X if how == "mlp_unnormalized" else ln2(X))
+    if how == "no_second_residual":
+        return out
+    return ln2(X + out) if how == "final_norm" else X + out
+
+
+def check_prenorm_block(
+    student_fn: Callable[..., torch.Tensor], *, seed: int | None = None
+) -> bool:
+    """sec-language-models: ``student_fn(X, ln1, attention, ln2, mlp)`` is the forward pass of
+    GPT's pre-norm block, ``X = X + attention(ln1(X))`` then ``X + mlp(ln2(X))``, for ``X`` of
+    shape ``(batch, steps, d)``; ``ln1`` and ``ln2`` are ``nn.LayerNorm(d)`` with learned scales
+    and shifts, ``attention`` (causal self-attention) and ``mlp`` map ``(batch, steps, d)`` to
+    the same shape."""
+    def mistake(how: str) -> Callable[..., torch.Tensor]:
+        return lambda *inputs: _prenorm_block(*inputs, how=how)
+
+    return check(
+        student_fn,
+        _prenorm_block,
+        _block_inputs,
+        mistakes=[
+            (mistake("post_norm"), POST_NORM),
+            (mistake("from_normalized"), RESIDUAL_FROM_NORMALIZED),
+            (mistake("swapped"), NORMS_SWAPPED),
+            (mistake("no_second_residual"), NO_SECOND_RESIDUAL),
+            (mistake("attention_unnormalized"), ATTENTION_UNNORMALIZED),
+            (mistake("mlp_unnormalized"), MLP_UNNORMALIZED),
+            (mistake("final_norm"), FINAL_NORM),
+        ],
+        seed=seed,
+        atol=1e-4,
     )
