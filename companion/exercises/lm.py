@@ -214,6 +214,34 @@ FINAL_NORM = (
 )
 
 
+class _OneHeadCausalAttention(torch.nn.Module):
+    """Causal self-attention with one head and weights drawn by the checker: ``(batch, steps,
+    d)`` to the same shape."""
+
+    def __init__(self, width: int, generator: torch.Generator) -> None:
+        super().__init__()
+        self.W = torch.nn.Parameter(torch.randn(width, width, generator=generator) / width**0.5)
+
+    def forward(self, Y: torch.Tensor) -> torch.Tensor:
+        scores = (Y @ self.W) @ Y.transpose(1, 2) / Y.shape[-1] ** 0.5  # (batch, steps, steps)
+        future = torch.ones(Y.shape[1], Y.shape[1], dtype=torch.bool, device=Y.device).triu(1)
+        return scores.masked_fill(future, -math.inf).softmax(dim=-1) @ Y
+
+
+class _GELUMLP(torch.nn.Module):
+    """``gelu(Y W_1) W_2`` with weights drawn by the checker."""
+
+    def __init__(self, width: int, generator: torch.Generator) -> None:
+        super().__init__()
+        self.W_1, self.W_2 = (
+            torch.nn.Parameter(torch.randn(width, width, generator=generator) / width**0.5)
+            for _ in range(2)
+        )
+
+    def forward(self, Y: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.gelu(Y @ self.W_1) @ self.W_2
+
+
 def _block_inputs(generator: torch.Generator) -> Inputs:
     # Sizes unlike the chapter's model (width 64): a width of 6 to 20, 3 to 9 steps.
     batch, steps, width = draw(generator, 1, 3), draw(generator, 3, 9), 2 * draw(generator, 3, 10)
@@ -226,21 +254,12 @@ def _block_inputs(generator: torch.Generator) -> Inputs:
             norm.bias.copy_(0.5 * torch.randn(width, generator=generator))
         return norm
 
-    W_attention, W_1, W_2 = (torch.randn(width, width, generator=generator) / width**0.5
-                             for _ in range(3))
-
-    def attention(Y: torch.Tensor) -> torch.Tensor:  # causal self-attention with one head
-        scores = (Y @ W_attention) @ Y.transpose(1, 2) / width**0.5  # (batch, steps, steps)
-        future = torch.ones(Y.shape[1], Y.shape[1], dtype=torch.bool).triu(1)
-        return scores.masked_fill(future, -math.inf).softmax(dim=-1) @ Y
-
-    def mlp(Y: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.gelu(Y @ W_1) @ W_2
-
-    return X, layer_norm(), attention, layer_norm(), mlp
+    ln1, attention = layer_norm(), _OneHeadCausalAttention(width, generator)
+    ln2, mlp = layer_norm(), _GELUMLP(width, generator)
+    return X, ln1, attention, ln2, mlp
 
 
-def _prenorm_block(X, ln1, attention, ln2, mlp, how: str = "right") -> torch.Tensor:
+def _prenorm_block(X, ln1, attention, ln2, mlp, *, how: str = "right") -> torch.Tensor:
     """GPT's block (sec-language-models); ``how`` names a known mistake."""
     if how == "post_norm":
         X = ln1(X + attention(X))

@@ -262,7 +262,7 @@ def _multihead_inputs(generator: torch.Generator) -> Inputs:
     return Q, K, V, matrix(), matrix(), matrix(), matrix(), heads
 
 
-def _multihead(Q, K, V, W_q, W_k, W_v, W_o, num_heads, how: str = "right") -> torch.Tensor:
+def _multihead(Q, K, V, W_q, W_k, W_v, W_o, num_heads, *, how: str = "right") -> torch.Tensor:
     """Multi-head attention from its four matrices; ``how`` names a known mistake."""
     width = Q.shape[-1]
     heads = 1 if how == "one_head" else num_heads
