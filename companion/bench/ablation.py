@@ -5,9 +5,7 @@ results to companion/results/ablation.json, which the chapter plots."""
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import platform
 import statistics
 import time
 from collections.abc import Sequence
@@ -16,7 +14,6 @@ from typing import Any
 
 import torch
 
-import companion
 from companion.ablation import (
     BASE,
     BATCH_SIZE,
@@ -30,7 +27,7 @@ from companion.ablation import (
     num_parameters,
     variant_configs,
 )
-from companion.bench.common import device_name, load_average, log
+from companion.bench.common import load_average, log, run_record, write_results
 from companion.device import get_device
 from companion.lm import language_model_vocab
 from companion.measure import use_threads
@@ -77,16 +74,7 @@ def main(argv: Sequence[str]) -> int:
             log(f"[ablation] seed {seed}: {name}")
             gaps[name].append(gap_to_floor(config, data, seed, args.steps, args.batch_size, device))
     results: dict[str, Any] = {
-        "benchmark": "python -m companion.bench ablation",
-        "machine": device_name(device),
-        "device": device.type,
-        "threads": threads,
-        "versions": {
-            "python": platform.python_version(),
-            "torch": torch.__version__,
-            "companion": companion.__version__,
-        },
-        "load_average": {"before": load_before, "after": load_average()},
+        **run_record("ablation", device, threads, load_before),
         "seconds": round(time.perf_counter() - start, 1),
         "settings": {
             "base": BASE,
@@ -108,10 +96,7 @@ def main(argv: Sequence[str]) -> int:
             for name in configs
         },
     }
-    if str(args.output) != "-":
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-        log(f"[ablation] wrote {args.output}")
+    write_results(results, args.output, "ablation")
     lines = [
         "Ablation: gap to the entropy floor (nats/token) after equal training steps",
         f"device: {device.type} ({results['machine']})"
