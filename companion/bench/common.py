@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -59,3 +60,29 @@ def write_results(results: dict[str, Any], path: Path, benchmark: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
         log(f"[{benchmark}] wrote {path}")
+
+
+def seeded_parser(
+    benchmark: str, description: str, *, steps: int, batch_size: int, output: Path
+) -> argparse.ArgumentParser:
+    """The options of a benchmark that trains over seeds and writes a results file."""
+    parser = argparse.ArgumentParser(
+        prog=f"python -m companion.bench {benchmark}", description=description
+    )
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=steps)
+    parser.add_argument("--batch-size", type=int, default=batch_size)
+    parser.add_argument("--output", type=Path, default=output, help="'-' writes no file")
+    return parser
+
+
+def run_lines(results: dict[str, Any], details: str) -> list[str]:
+    """The lines a benchmark prints under its title: the device, ``details`` and the seconds,
+    then the load average (from a :func:`run_record` with ``"seconds"``)."""
+    threads, load = results["threads"], results["load_average"]
+    return [
+        f"device: {results['device']} ({results['machine']})"
+        + (f", {threads} threads" if threads else "")
+        + f", {details}, {results['seconds']} s",
+        f"1-minute load average {load['before']} before, {load['after']} after",
+    ]

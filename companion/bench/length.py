@@ -5,15 +5,13 @@ companion/results/length.json, which the chapter plots."""
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from companion.ablation import BASE, LR
-from companion.bench.common import load_average, log, run_record, write_results
+from companion.bench import common
 from companion.device import get_device
 from companion.extrapolation import (
     BATCH_SIZE,
@@ -43,43 +41,37 @@ def _table(results: dict) -> list[str]:
     lengths = results["settings"]["lengths"]
     lines = [f"{'positions':<19}" + "".join(f"{'at ' + str(n):>17}" for n in lengths)]
     for scheme, row in results["schemes"].items():
-        cells = (row["lengths"][str(n)] for n in lengths)
-        lines.append(
-            f"{scheme:<19}"
-            + "".join(f"{c['mean']:>9.4f} ± {c['std'] or 0:.4f}" for c in cells)
-        )
+        cells = [row["lengths"][str(n)] for n in lengths]
+        means = "".join(f"{c['mean']:>9.4f} ± {c['std'] or 0:.4f}" for c in cells)
+        lines.append(f"{scheme:<19}{means}")
     return lines
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m companion.bench length",
-        description="Gap to the entropy floor at 1, 2 and 4 times the training length.",
+    description = "Gap to the entropy floor at 1, 2 and 4 times the training length."
+    parser = common.seeded_parser(
+        "length", description, steps=STEPS, batch_size=BATCH_SIZE, output=RESULTS
     )
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=STEPS)
-    parser.add_argument("--batch-size", type=int, default=BATCH_SIZE)
     parser.add_argument("--train-length", type=int, default=TRAIN_LENGTH)
-    parser.add_argument("--output", type=Path, default=RESULTS, help="'-' writes no file")
     args = parser.parse_args(list(argv))
 
     device = get_device()
     threads = use_threads(device)
-    load_before, start = load_average(), time.perf_counter()
+    load_before, start = common.load_average(), time.perf_counter()
     lengths = [factor * args.train_length for factor in FACTORS]
     configs = scheme_configs(len(language_model_vocab()), max(lengths))
     gaps: dict[str, dict[int, list[float]]] = {s: {n: [] for n in lengths} for s in SCHEMES}
     for seed in range(args.seeds):
         data = length_data(seed, args.steps * args.batch_size, args.train_length, FACTORS)
         for scheme, config in configs.items():
-            log(f"[length] seed {seed}: {scheme}")
+            common.log(f"[length] seed {seed}: {scheme}")
             by_length = gaps_by_length(
                 config, data, seed, args.steps, args.batch_size, device, scheme
             )
             for n, gap in by_length.items():
                 gaps[scheme][n].append(gap)
     results: dict[str, Any] = {
-        **run_record("length", device, threads, load_before),
+        **common.run_record("length", device, threads, load_before),
         "seconds": round(time.perf_counter() - start, 1),
         "settings": {
             "base": {**BASE, "max_len": max(lengths)},
@@ -99,15 +91,13 @@ def main(argv: Sequence[str]) -> int:
             for scheme in SCHEMES
         },
     }
-    write_results(results, args.output, "length")
+    common.write_results(results, args.output, "length")
     lines = [
         f"Length: gap to the entropy floor (nats/token), trained on rows of "
         f"{args.train_length} tokens, scored on rows of {', '.join(map(str, lengths))}",
-        f"device: {device.type} ({results['machine']})"
-        + (f", {threads} threads" if threads else "")
-        + f", {args.seeds} seeds, {args.steps} steps of {args.batch_size} rows, "
-        f"{results['seconds']} s",
-        f"1-minute load average {load_before} before, {results['load_average']['after']} after",
+        *common.run_lines(
+            results, f"{args.seeds} seeds, {args.steps} steps of {args.batch_size} rows"
+        ),
         "",
         *_table(results),
     ]
