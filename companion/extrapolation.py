@@ -154,7 +154,7 @@ def gaps_by_length(
     }
 
 
-def load_results(path: Path = RESULTS) -> dict[str, Any]:
+def load_length_results(path: Path = RESULTS) -> dict[str, Any]:
     """The results of ``python -m companion.bench length`` (by default the committed ones)."""
     if not path.exists():
         raise FileNotFoundError(

@@ -18,12 +18,13 @@ from companion.extrapolation import (
     SCHEMES,
     gaps_by_length,
     length_data,
-    load_results,
+    load_length_results,
     packed_arrays,
     scale_sinusoids,
     scheme_configs,
 )
 from companion.lm import PAD_INDEX, language_model_vocab
+from companion.plot_decoder import plot_length
 from companion.tasks.language import invented_sentences
 
 VOCAB = language_model_vocab()
@@ -112,7 +113,7 @@ def test_learned_rows_beyond_the_training_length_keep_their_initialisation(data)
 
 
 def test_the_committed_results_hold_what_the_chapter_reads():
-    results = load_results()
+    results = load_length_results()
     settings = results["settings"]
     assert results["machine"] and results["versions"]["torch"] and results["seconds"] > 0
     assert settings["lengths"] == [f * settings["train_length"] for f in FACTORS]
@@ -136,3 +137,16 @@ def test_the_committed_results_ship_with_the_package():
     pyproject = tomllib.loads((package.parent / "pyproject.toml").read_text())
     shipped = pyproject["tool"]["setuptools"]["package-data"]["companion"]
     assert any(fnmatch(RESULTS.relative_to(package).as_posix(), p) for p in shipped)
+
+
+def test_the_figure_draws_each_scheme_and_refuses_a_length_without_seeds():
+    import matplotlib.pyplot as plt
+
+    gaps = {"learned": {16: [0.1, 0.12], 32: [0.6, 0.7]}, "alibi": {16: [0.2, 0.2], 32: [0.3, 0.4]}}
+    plot_length(gaps, 16)
+    ax = plt.gcf().axes[0]
+    assert [line.get_label() for line in ax.get_legend().get_lines()] == ["learned", "alibi"]
+    assert ax.get_yscale() == "log"  # every gap positive
+    plt.close("all")
+    with pytest.raises(ValueError, match="non-empty"):
+        plot_length({"rope": {16: [0.1], 32: []}}, 16)
