@@ -20,6 +20,7 @@ data), so the chapter plots it in Colab too.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -95,20 +96,43 @@ def gap_to_floor(
 ) -> float:
     """Train ``DecoderLM(config)`` for ``steps`` steps (one pass over ``data["train"]``, which
     holds ``steps * batch_size`` sentences) and return its test gap to the floor, nats/token."""
+    model = train_decoder(config, data["train"], seed, steps, batch_size, device)
+    return cross_entropy_per_token(model, data["test"]) - data["floor"]
+
+
+def train_decoder(
+    config: DecoderConfig,
+    train: tuple[torch.Tensor, torch.Tensor],
+    seed: int,
+    steps: int = STEPS,
+    batch_size: int = BATCH_SIZE,
+    device: torch.device | None = None,
+    prepare: Callable[[DecoderLM], None] | None = None,
+) -> DecoderLM:
+    """``DecoderLM(config)``, initialised from ``seed`` (then changed by ``prepare(model)``,
+    if given), after one pass of ``steps`` batches over the first ``steps * batch_size`` rows
+    of the ``(inputs, labels)`` arrays ``train``."""
+    if len(train[0]) < steps * batch_size:
+        raise ValueError(
+            f"train holds {len(train[0])} rows; {steps} steps of {batch_size} need "
+            f"{steps * batch_size}"
+        )
     device = device or get_device()
     torch.manual_seed(seed)
     model = DecoderLM(config)
+    if prepare is not None:
+        prepare(model)
     generator = torch.Generator().manual_seed(seed)
-    train = tuple(a[: steps * batch_size] for a in data["train"])
+    rows = tuple(a[: steps * batch_size] for a in train)
     fit(
         model,
-        lambda: batches(train, batch_size, generator=generator),
+        lambda: batches(rows, batch_size, generator=generator),
         next_token_loss,
         num_epochs=1,
         lr=LR,
         device=device,
     )
-    return cross_entropy_per_token(model, data["test"]) - data["floor"]
+    return model
 
 
 def recipe_llama(vocab_size: int) -> tuple[torch.nn.Module, str]:

@@ -35,3 +35,41 @@ def plot_ablation(
     ax.set_xlabel("gap to the entropy floor (nats per token)")
     ax.grid(axis="x", alpha=0.3)
     _finish(fig, path)
+
+
+def plot_length(
+    gaps: dict[str, dict[int, list[float]]],
+    train_length: int,
+    figsize: tuple[float, float] = (5.5, 3.4),
+    *,
+    path: str | Path | None = None,
+) -> None:
+    """The gap to the entropy floor against the evaluation length, one line per position
+    scheme (``gaps``: scheme -> length -> the gap of each seed): the line joins the means, the
+    dots are the seeds, and a dashed line marks the training length. The gap axis is
+    logarithmic when every gap is positive, so that small gaps stay apart beside large ones."""
+    if not gaps or any(not seeds for row in gaps.values() for seeds in row.values()):
+        raise ValueError("gaps must map each scheme to lengths, each with a non-empty list")
+    fig, ax = plt.subplots(figsize=figsize)
+    for i, (scheme, row) in enumerate(gaps.items()):
+        lengths = sorted(row)
+        shift = 1 + 0.03 * (i - (len(gaps) - 1) / 2)  # side by side, on the log axis
+        xs = [n * shift for n in lengths]
+        ax.plot(xs, [statistics.fmean(row[n]) for n in lengths], "-", color=f"C{i}", label=scheme)
+        for x, n in zip(xs, lengths):
+            ax.plot([x] * len(row[n]), row[n], "o", color=f"C{i}", ms=3.5, alpha=0.7)
+    ax.axvline(train_length, color="gray", ls="--", lw=1)
+    ax.set_xscale("log", base=2)
+    values = [g for row in gaps.values() for seeds in row.values() for g in seeds]
+    if min(values) > 0:
+        ax.set_yscale("log")
+        ticks = [t for t in (0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5) if min(values) <= t <= max(values)]
+        ax.set_yticks(ticks, labels=[f"{t:g}" for t in ticks])
+        ax.yaxis.set_minor_formatter("")
+    ticks = sorted({n for row in gaps.values() for n in row})
+    ax.set_xticks(ticks, labels=[str(n) for n in ticks])
+    ax.set_xlabel(f"evaluation length (tokens); trained at {train_length}")
+    ax.set_ylabel("gap to the floor (nats/token)")
+    ax.grid(alpha=0.3)
+    ax.legend(frameon=False, fontsize="small")
+    _finish(fig, path)

@@ -10,6 +10,9 @@
 - ``ablation``: the gap to the entropy floor of the GPT-2 block, each modern change and all of
   them, at equal parameters and steps; writes ``companion/results/ablation.json``
   (:mod:`companion.bench.ablation`, over :mod:`companion.ablation`).
+- ``length``: the gap to the entropy floor of learned, sinusoidal, RoPE and ALiBi positions at
+  one, two and four times the training length; writes ``companion/results/length.json``
+  (:mod:`companion.bench.length`, over :mod:`companion.extrapolation`).
 
 They print measured numbers; no test times anything.
 """
@@ -19,7 +22,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
-from companion.bench import ablation, attention, decode, tokenizer, train
+from companion.bench import ablation, attention, decode, length, tokenizer, train
 
 BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
     "attention": attention.main,
@@ -27,6 +30,7 @@ BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
     "decode": decode.main,
     "tokenizer": tokenizer.main,
     "ablation": ablation.main,
+    "length": length.main,
 }
 DEFAULT = "attention"
 

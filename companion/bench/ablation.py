@@ -4,19 +4,14 @@ results to companion/results/ablation.json, which the chapter plots."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import platform
 import statistics
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import torch
 
-import companion
 from companion.ablation import (
     BASE,
     BATCH_SIZE,
@@ -30,7 +25,14 @@ from companion.ablation import (
     num_parameters,
     variant_configs,
 )
-from companion.bench.common import device_name, load_average, log
+from companion.bench.common import (
+    load_average,
+    log,
+    run_lines,
+    run_record,
+    seeded_parser,
+    write_results,
+)
 from companion.device import get_device
 from companion.lm import language_model_vocab
 from companion.measure import use_threads
@@ -56,14 +58,13 @@ def _table(results: dict) -> list[str]:
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m companion.bench ablation",
-        description="Gap to the entropy floor of the GPT-2 block, each modern change, and all.",
+    parser = seeded_parser(
+        "ablation",
+        "Gap to the entropy floor of the GPT-2 block, each modern change, and all.",
+        steps=STEPS,
+        batch_size=BATCH_SIZE,
+        output=RESULTS,
     )
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=STEPS)
-    parser.add_argument("--batch-size", type=int, default=BATCH_SIZE)
-    parser.add_argument("--output", type=Path, default=RESULTS, help="'-' writes no file")
     args = parser.parse_args(list(argv))
 
     device = get_device()
@@ -77,16 +78,7 @@ def main(argv: Sequence[str]) -> int:
             log(f"[ablation] seed {seed}: {name}")
             gaps[name].append(gap_to_floor(config, data, seed, args.steps, args.batch_size, device))
     results: dict[str, Any] = {
-        "benchmark": "python -m companion.bench ablation",
-        "machine": device_name(device),
-        "device": device.type,
-        "threads": threads,
-        "versions": {
-            "python": platform.python_version(),
-            "torch": torch.__version__,
-            "companion": companion.__version__,
-        },
-        "load_average": {"before": load_before, "after": load_average()},
+        **run_record("ablation", device, threads, load_before),
         "seconds": round(time.perf_counter() - start, 1),
         "settings": {
             "base": BASE,
@@ -108,17 +100,14 @@ def main(argv: Sequence[str]) -> int:
             for name in configs
         },
     }
-    if str(args.output) != "-":
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-        log(f"[ablation] wrote {args.output}")
+    write_results(results, args.output, "ablation")
     lines = [
         "Ablation: gap to the entropy floor (nats/token) after equal training steps",
-        f"device: {device.type} ({results['machine']})"
-        + (f", {threads} threads" if threads else "")
-        + f", torch {torch.__version__}, {args.seeds} seeds, {args.steps} steps of "
-        f"{args.batch_size} sentences, {results['seconds']} s",
-        f"1-minute load average {load_before} before, {results['load_average']['after']} after",
+        *run_lines(
+            results,
+            f"torch {torch.__version__}, {args.seeds} seeds, {args.steps} steps of "
+            f"{args.batch_size} sentences",
+        ),
         "",
         *_table(results),
     ]
