@@ -86,7 +86,8 @@ def _check_same_length(predictions: Sequence, references: Sequence) -> None:
 
 
 def corpus_bleu(predictions: Sequence[Tokens], references: Sequence[Tokens], k: int = 4) -> float:
-    """The mean of :func:`bleu` over sentence pairs: d2l's variant of corpus BLEU, in [0, 1].
+    """The mean of :func:`bleu`, d2l's sentence-level BLEU, over sentence pairs, in [0, 1]:
+    companion's own aggregation (d2l scores single sentences only).
 
     This is not the standard corpus BLEU (sacrebleu's), which pools n-gram counts over the
     corpus before combining them; see the module docstring.

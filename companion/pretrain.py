@@ -5,8 +5,8 @@ Both use the book's one training loop, :func:`companion.train.fit`.
 - :func:`pretrain`: each epoch shuffles the sentences, groups sentences of similar length into
   batches (so that little of each batch is padding) and masks every batch afresh with
   :func:`companion.bert.mask_tokens`: each epoch masks other words (RoBERTa's *dynamic*
-  masking; BERT masked each sentence once, before training). The loss is
-  :func:`companion.bert.mlm_loss`.
+  masking; BERT masked its data once, in preprocessing, as ten copies masked differently).
+  The loss is :func:`companion.bert.mlm_loss`.
 - :func:`fine_tune`: a :class:`companion.bert.BERTClassifier` on a copy of the pretrained
   model (the pretrained one is left as it was), trained with cross-entropy for a fixed number
   of steps. The same function trains the from-scratch baseline: pass a freshly initialised

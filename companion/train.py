@@ -2,8 +2,8 @@
 sec-transformer).
 
 :func:`fit` minimises any ``loss_fn(model, batch)`` with AdamW (weight decay by the rule below),
-a clipped gradient norm and a one-cycle learning-rate schedule: a linear warm-up to ``lr``,
-then a cosine decay. It returns the loss and metric history as plain data and can plot
+a clipped gradient norm and a one-cycle learning-rate schedule: a warm-up to ``lr`` and a decay,
+both along a cosine. It returns the loss and metric history as plain data and can plot
 it. :func:`train_seq2seq` is :func:`fit` with teacher forcing: the decoder reads the gold target
 shifted right, and the loss is cross-entropy on the non-padding positions (optionally
 label-smoothed).
@@ -148,9 +148,12 @@ def fit(
     ``batches()`` returns one epoch of batches (tuples of tensors, moved to ``device`` here), for
     example ``lambda: companion.batches(arrays, 64, generator=g)``. AdamW with
     :func:`weight_decay_groups`, the gradient norm clipped to ``grad_clip``, and a one-cycle
-    schedule: a linear warm-up over the first ``warmup`` fraction of the steps to ``lr``, then a
-    cosine decay. Every ``eval_every`` epochs (and after the last), ``evaluate(model)`` returns
-    held-out metrics; training stops early once ``stop_when(metrics)`` is true.
+    schedule (``OneCycleLR``, cosine): the learning rate rises along a half cosine over the first
+    ``warmup`` fraction of the steps to ``lr``, then falls along another to almost zero, while
+    AdamW's beta_1 moves the other way, from 0.95 down to 0.85 at the peak and back (the
+    scheduler's ``cycle_momentum``). Every ``eval_every`` epochs (and after the last),
+    ``evaluate(model)`` returns held-out metrics; training stops early once
+    ``stop_when(metrics)`` is true.
 
     Returns the history as lists, keys in a fixed order: ``epoch``, ``loss`` (mean training loss
     of the epoch), ``lr`` (at the end of the epoch), ``seconds`` (since the start), then one list
