@@ -178,3 +178,22 @@ def test_a_sweep_entry_and_its_table_give_each_run_and_the_smallest_margin(tmp_p
     header, row = sweep.table_rows(record)
     assert header[-1] == "smallest margin"
     assert row == ["chapter", "A beats B", "> 0.1", "0.3", "0.15", "–", "0.05"]
+
+
+def test_sweeping_one_run_keeps_the_others_and_refuses_changed_code(tmp_path):
+    """``sweep --run NAME`` merges one new run into the record's other runs: the kept runs come
+    back in the form a measurement has, so the entry rebuilt from them is the record's, less
+    the replaced run; and a notebook whose code changed since its sweep is refused."""
+    name = "book/multihead-attention.ipynb"
+    path, entry, replaced = ROOT / name, RECORD["notebooks"][name], sweep.RUNS[-1].name
+    kept = sweep.kept_measurements(entry, path, [replaced])
+    assert replaced not in kept and len(kept) == len(sweep.RUNS) - 1
+    rebuilt = sweep.sweep_entry(path, kept)
+    for made, recorded in zip(rebuilt["claims"], entry["claims"], strict=True):
+        assert made["values"] == {r: v for r, v in recorded["values"].items() if r != replaced}
+    notebook = nbformat.read(path, as_version=4)
+    notebook.cells.append(nbformat.v4.new_code_cell("print('changed')"))
+    changed = tmp_path / "changed.ipynb"
+    nbformat.write(notebook, changed)
+    with pytest.raises(SystemExit, match="changed since its last sweep"):
+        sweep.kept_measurements(entry, changed, [replaced])
