@@ -23,7 +23,7 @@ from companion.bert import (
 )
 from companion.claims import claim
 from companion.data import kernel_regression_data
-from companion.decoder import DecoderBlock, DecoderConfig, DecoderLM, gpt2_config, llama_config
+from companion.decoder import DecoderConfig, DecoderLM, gpt2_config, llama_config
 from companion.decoding import beam_search, decode, greedy_decode
 from companion.device import get_device
 from companion.efficient import LinearAttention
@@ -94,7 +94,6 @@ __all__ = [
     "BERTEncoder",
     "BERTModel",
     "EncoderDecoder",
-    "DecoderBlock",
     "DecoderConfig",
     "DecoderLM",
     "GPT",

@@ -28,15 +28,19 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from companion._validate import check_dropout, check_hiddens, check_positive, check_token_ids
-from companion.feedforward import SwiGLU
-from companion.gqa import Cache, GroupedQueryAttention, RollingKVCache, steps_seen
+from companion._validate import (
+    check_dropout,
+    check_positive,
+    check_same_device,
+    check_steps,
+    check_token_ids,
+)
+from companion.gqa import Cache, RollingKVCache, steps_seen
 from companion.kv_cache import KVCache
-from companion.norms import RMSNorm
 from companion.positional import PositionalEncoding
 from companion.rotary import RotaryEmbedding, check_pairing
 from companion.sampling import check_sampling_arguments, generate_tokens
-from companion.vit import ViTMLP
+from companion.transformer import PreNormBlock, make_norm
 
 CHOICES = {
     "norm": ("layer", "rms"),
@@ -50,7 +54,9 @@ class DecoderConfig:
     """The shape of a :class:`DecoderLM` and the choice made at each place a modern decoder
     differs from GPT-2 (see the module docstring). ``max_len`` bounds the positions of
     ``"learned"`` and ``"sinusoidal"`` (RoPE and ALiBi need no table); ``num_kv_heads=None``
-    means one per query head; ``window=None`` means full causal attention."""
+    means one per query head; ``window=None`` means full causal attention. ``causal=False``
+    drops the mask (the counter-example of sec-language-models: an encoder cannot learn to
+    predict the next token, since it sees it)."""
 
     vocab_size: int
     num_hiddens: int = 64
@@ -69,6 +75,7 @@ class DecoderConfig:
     bias: bool = False  # in the attention's projections
     dropout: float = 0.0
     tie_weights: bool = True
+    causal: bool = True
 
     def __post_init__(self) -> None:
         check_positive(
@@ -110,48 +117,19 @@ def llama_config(vocab_size: int, **changes: object) -> DecoderConfig:
     return llama.replace(**changes)
 
 
-def make_norm(config: DecoderConfig) -> nn.Module:
-    if config.norm == "rms":
-        return RMSNorm(config.num_hiddens, eps=config.norm_eps)
-    return nn.LayerNorm(config.num_hiddens, eps=config.norm_eps)
-
-
-class DecoderBlock(nn.Module):
-    """A pre-norm decoder block (sec-modern-decoder), whatever the configuration:
-
-        X = X + Attention(Norm_1(X))      (causal; GQA, RoPE, window, ALiBi as configured)
-        X = X + FFN(Norm_2(X))            (GELU MLP or SwiGLU)
-
-    ``X`` is ``(batch, steps, num_hiddens)`` in and out; ``cache`` holds the earlier steps'
-    keys and values (see :class:`~companion.gqa.GroupedQueryAttention`).
-    """
-
-    def __init__(self, config: DecoderConfig) -> None:
-        super().__init__()
-        c = config
-        head_dim = c.num_hiddens // c.num_heads
-        rotary = (
-            RotaryEmbedding(head_dim, c.rope_base, c.rope_pairing)
-            if c.positions == "rope"
-            else None
-        )
-        self.num_hiddens = c.num_hiddens
-        self.ln1 = make_norm(c)
-        self.attention = GroupedQueryAttention(
-            c.num_hiddens, c.num_heads, c.num_kv_heads, c.dropout, c.bias,
-            rotary=rotary, window=c.window, alibi=c.positions == "alibi",
-        )  # fmt: skip
-        self.ln2 = make_norm(c)
-        self.mlp: nn.Module = (
-            SwiGLU(c.num_hiddens, c.ffn_num_hiddens, c.dropout)
-            if c.ffn == "swiglu"
-            else ViTMLP(c.ffn_num_hiddens, c.num_hiddens, c.dropout, num_inputs=c.num_hiddens)
-        )
-
-    def forward(self, X: torch.Tensor, *, cache: Cache | None = None) -> torch.Tensor:
-        check_hiddens(X, self.num_hiddens)
-        X = X + self.attention(self.ln1(X), cache=cache)  # (batch, steps, num_hiddens)
-        return X + self.mlp(self.ln2(X))
+def build_block(config: DecoderConfig) -> PreNormBlock:
+    """One pre-norm block as ``config`` says (:class:`~companion.transformer.PreNormBlock`)."""
+    c = config
+    rotary = (
+        RotaryEmbedding(c.num_hiddens // c.num_heads, c.rope_base, c.rope_pairing)
+        if c.positions == "rope"
+        else None
+    )
+    return PreNormBlock(
+        c.num_hiddens, c.num_hiddens, c.ffn_num_hiddens, c.num_heads, c.dropout, c.bias,
+        norm=c.norm, norm_eps=c.norm_eps, ffn=c.ffn, num_kv_heads=c.num_kv_heads,
+        rotary=rotary, window=c.window, alibi=c.positions == "alibi",
+    )  # fmt: skip
 
 
 class DecoderLM(nn.Module):
@@ -177,8 +155,8 @@ class DecoderLM(nn.Module):
             else None
         )
         self.dropout = nn.Dropout(c.dropout)
-        self.blks = nn.ModuleList(DecoderBlock(c) for _ in range(c.num_blks))
-        self.ln = make_norm(c)  # the final norm of a pre-norm stack
+        self.blks = nn.ModuleList(build_block(c) for _ in range(c.num_blks))
+        self.ln = make_norm(c.norm, c.num_hiddens, c.norm_eps)  # a pre-norm stack's final norm
         self.head = None if c.tie_weights else nn.Linear(c.num_hiddens, c.vocab_size, bias=False)
         for embedding in (self.token_embedding, self.pos_embedding):
             if embedding is not None:
@@ -190,19 +168,7 @@ class DecoderLM(nn.Module):
         return [KVCache() if window is None else RollingKVCache(window) for _ in self.blks]
 
     def forward(self, X: torch.Tensor, caches: Sequence[Cache] | None = None) -> torch.Tensor:
-        check_token_ids(X, self.config.vocab_size)
-        if caches is not None and len(caches) != len(self.blks):
-            raise ValueError(
-                f"caches must hold one cache per block ({len(self.blks)}); got {len(caches)}"
-            )
-        start = steps_seen(caches[0]) if caches is not None else 0  # X's first position
-        bounded = self.config.positions in ("learned", "sinusoidal")
-        if bounded and start + X.shape[1] > self.config.max_len:
-            raise ValueError(
-                f"X of shape {tuple(X.shape)} after {start} cached steps needs positions up to "
-                f"{start + X.shape[1] - 1}; {self.config.positions} positions stop at "
-                f"max_len={self.config.max_len}"
-            )
+        start = self._check_inputs(X, caches)  # X's first position
         H = self.token_embedding(X)  # (batch, steps, num_hiddens)
         if self.pos_embedding is not None:
             H = H + self.pos_embedding(torch.arange(start, start + X.shape[1], device=X.device))
@@ -211,11 +177,59 @@ class DecoderLM(nn.Module):
         H = self.dropout(H)
         per_block: Sequence[Cache | None] = caches or [None] * len(self.blks)
         for blk, cache in zip(self.blks, per_block):
-            H = blk(H, cache=cache)  # (batch, steps, num_hiddens)
+            H = blk(H, causal=self.config.causal, cache=cache)  # (batch, steps, num_hiddens)
         H = self.ln(H)
         if self.head is None:  # tied: score each token by its own embedding
             return F.linear(H, self.token_embedding.weight)  # (batch, steps, vocab_size)
         return self.head(H)
+
+    def _check_inputs(
+        self, X: torch.Tensor, caches: Sequence[Cache] | None, name: str = "X"
+    ) -> int:
+        """``X``: token ids on the model's device, at least one step; ``caches``: what
+        :meth:`new_caches` returns, one distinct cache per block, each having seen as many
+        steps; the positions of the cached and the new steps within ``max_len`` where the
+        positions are a table. Returns the position of ``X``'s first step."""
+        check_token_ids(X, self.config.vocab_size, name)
+        check_steps(X, name)
+        check_same_device(X, self.token_embedding.weight, name)
+        start = 0
+        if caches is not None:
+            num_blks = len(self.blks)
+            if not (
+                isinstance(caches, Sequence)
+                and len(caches) == num_blks
+                and all(isinstance(cache, RollingKVCache)
+                        or (isinstance(cache, KVCache) and not cache.static)
+                        for cache in caches)
+            ):  # fmt: skip
+                got = (
+                    f"{len(caches)} ({', '.join(type(c).__name__ for c in caches)})"
+                    if isinstance(caches, Sequence)
+                    else type(caches).__name__
+                )
+                raise ValueError(
+                    f"caches must hold one growing KVCache or RollingKVCache per block "
+                    f"({num_blks}), as new_caches() builds them; got {got}"
+                )
+            if len({id(cache) for cache in caches}) < num_blks:
+                raise ValueError(
+                    "caches must be distinct, one per block, as new_caches() builds them; got "
+                    "one shared by several blocks ([KVCache()] * num_blks), which would mix "
+                    "their keys and values"
+                )
+            seen = [steps_seen(cache) for cache in caches]
+            if len(set(seen)) > 1:
+                raise ValueError(f"caches must have seen as many steps each; got {seen}")
+            start = seen[0]
+        if self.config.positions in ("learned", "sinusoidal"):
+            if start + X.shape[1] > self.config.max_len:
+                raise ValueError(
+                    f"{name} of shape {tuple(X.shape)} after {start} cached steps needs "
+                    f"{start + X.shape[1]} positions; {self.config.positions} positions stop "
+                    f"at max_len={self.config.max_len}"
+                )
+        return start
 
     @torch.no_grad()
     def generate(
@@ -229,11 +243,19 @@ class DecoderLM(nn.Module):
         *,
         use_cache: bool = True,
     ) -> torch.Tensor:
-        """Continue ``prompt`` ``(batch, steps)`` by ``max_new_tokens`` sampled tokens, as
-        :meth:`companion.lm.GPT.generate` does; returns ``(batch, steps + max_new_tokens)``.
-        With ``use_cache`` each step feeds only the newest token."""
+        """Continue ``prompt`` ``(batch, steps)`` by ``max_new_tokens`` sampled tokens; returns
+        ``(batch, steps + max_new_tokens)``. ``temperature=0`` is greedy; see
+        :func:`~companion.sampling.sample_next`. With ``use_cache`` each step feeds only the
+        newest token (earlier keys and values come from the caches); without it each step
+        feeds the whole sequence so far."""
         check_positive(max_new_tokens=max_new_tokens)
-        check_token_ids(prompt, self.config.vocab_size, name="prompt")
+        self._check_inputs(prompt, None, name="prompt")
+        needed = prompt.shape[1] + max_new_tokens - 1  # the last token is sampled, never fed
+        if self.config.positions in ("learned", "sinusoidal") and needed > self.config.max_len:
+            raise ValueError(
+                f"a prompt of {prompt.shape[1]} steps and max_new_tokens={max_new_tokens} "
+                f"need {needed} positions; max_len is {self.config.max_len}"
+            )
         check_sampling_arguments(temperature, top_k, top_p)  # before any step runs
         caches = self.new_caches() if use_cache else None
         return generate_tokens(

@@ -2,10 +2,15 @@
 (multi-head, grouped-query and multi-query attention as one layer), RoPE inside the attention,
 an optional sliding window, and the rolling key-value cache a window needs.
 
-**Masks from positions.** Every mask here is computed from the *positions* of the queries and
-of the keys: key ``n`` is visible to query ``m`` when ``n <= m`` and, with a window ``w``,
-``n > m - w`` (the ``w`` most recent tokens, itself included, as Mistral counts). A cache then
-only has to say which positions its keys hold, whatever order it stores them in.
+**Two kinds of mask.** Without a window, ALiBi or a rolling cache, the layer is multi-head
+attention with shared keys and values, and its heads attend through sec-attention-scoring's
+:class:`~companion.attention.DotProductAttention`: the same masks (``valid_lens``, ``causal``),
+the same two paths, the same ``attention_weights``. GPT, the ViT and the Llama-style decoder all
+run this path. A window, ALiBi or a rolling cache instead computes its mask from the
+*positions* of the queries and of the keys: key ``n`` is visible to query ``m`` when ``n <= m``
+and, with a window ``w``, ``n > m - w`` (the ``w`` most recent tokens, itself included, as
+Mistral counts). A rolling cache then only has to say which positions its keys hold, whatever
+order it stores them in.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from companion._validate import check_dropout, check_hiddens, check_positive
+from companion._validate import check_hiddens, check_positive
+from companion.attention import DotProductAttention
 from companion.kv_cache import KVCache
 from companion.rotary import RotaryEmbedding
 
@@ -102,7 +108,7 @@ def alibi_slopes(num_heads: int) -> torch.Tensor:
 
 
 class GroupedQueryAttention(nn.Module):
-    """Causal multi-head self-attention whose keys and values have fewer heads than its queries
+    """Multi-head self-attention whose keys and values may have fewer heads than its queries
     (sec-modern-decoder; Ainslie et al., 2023):
 
         head_i = softmax(q_i K_g(i)^T / sqrt(d_h) + mask) V_g(i),   g(i) = floor(i / (h / g))
@@ -118,7 +124,11 @@ class GroupedQueryAttention(nn.Module):
     ``window`` positions; ``alibi`` adds ``-slope_i (m - n)`` to the scores (ALiBi).
     ``X`` is ``(batch, steps, num_hiddens)`` in and out; ``cache`` (a growing
     :class:`~companion.kv_cache.KVCache` or a :class:`RollingKVCache`) holds the earlier steps,
-    and ``X``'s steps continue them.
+    and ``X``'s steps continue them. ``causal=False`` (an encoder, as in the ViT) and
+    ``valid_lens`` (padding, as in :class:`~companion.attention.MultiHeadAttention`) are for
+    the plain layer only: a window, ALiBi and a rolling cache are causal by construction.
+    ``attention_weights`` is ``(batch, heads, queries, keys)``, kept as every attention layer
+    keeps it (run inside ``with record_attention(model):``).
     """
 
     alibi_slopes: torch.Tensor | None  # a buffer
@@ -155,7 +165,8 @@ class GroupedQueryAttention(nn.Module):
             raise ValueError(
                 f"rotary must rotate head_dim={self.head_dim} features; got {rotary.head_dim}"
             )
-        self.rotary, self.window, self.dropout = rotary, window, check_dropout(dropout)
+        self.rotary, self.window = rotary, window
+        self.attention = DotProductAttention(dropout)  # the heads' attention, and its weights
         self.W_q = nn.Linear(num_hiddens, num_heads * self.head_dim, bias=bias)
         self.W_k = nn.Linear(num_hiddens, num_kv_heads * self.head_dim, bias=bias)
         self.W_v = nn.Linear(num_hiddens, num_kv_heads * self.head_dim, bias=bias)
@@ -163,12 +174,41 @@ class GroupedQueryAttention(nn.Module):
         slopes = alibi_slopes(num_heads) if alibi else None
         self.register_buffer("alibi_slopes", slopes, persistent=False)  # (heads,) or None
 
+    @property
+    def need_weights(self) -> bool:
+        """Whether the heads' attention keeps its weights (see :func:`record_attention`)."""
+        return self.attention.need_weights
+
+    @need_weights.setter
+    def need_weights(self, value: bool) -> None:
+        self.attention.need_weights = value
+
+    @property
+    def attention_weights(self) -> torch.Tensor:
+        """The ``(batch, heads, queries, keys)`` weights of the last forward pass."""
+        return self.attention.attention_weights
+
     def split_heads(self, X: torch.Tensor, num_heads: int) -> torch.Tensor:
         """(batch, steps, heads * head_dim) -> (batch, heads, steps, head_dim)"""
         return X.reshape(X.shape[0], X.shape[1], num_heads, self.head_dim).transpose(1, 2)
 
-    def forward(self, X: torch.Tensor, *, cache: Cache | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        X: torch.Tensor,
+        valid_lens: torch.Tensor | None = None,
+        *,
+        causal: bool = True,
+        cache: Cache | None = None,
+    ) -> torch.Tensor:
         check_hiddens(X, self.num_hiddens)
+        by_position = self.window is not None or self.alibi_slopes is not None
+        by_position = by_position or isinstance(cache, RollingKVCache)
+        if by_position and (valid_lens is not None or not causal):
+            raise ValueError(
+                "a window, ALiBi or a rolling cache masks by position and is causal: "
+                f"got valid_lens={'a tensor' if valid_lens is not None else None} and "
+                f"causal={causal}"
+            )
         start = steps_seen(cache)  # the position of X's first step
         queries = self.split_heads(self.W_q(X), self.num_heads)  # (batch, h, steps, d_h)
         keys = self.split_heads(self.W_k(X), self.num_kv_heads)  # (batch, g, steps, d_h)
@@ -177,21 +217,46 @@ class GroupedQueryAttention(nn.Module):
             queries, keys = self.rotary(queries, offset=start), self.rotary(keys, offset=start)
         if cache is not None:  # only the g shared heads are cached
             keys, values = cache.update(keys, values)  # (batch, g, keys, d_h)
-        if isinstance(cache, RollingKVCache):
-            key_positions = cache.key_positions
-        else:  # no cache, or a growing one: the keys are positions 0, 1, ...
-            key_positions = torch.arange(keys.shape[2], device=X.device)
-        query_positions = torch.arange(start, start + X.shape[1], device=X.device)
         group = self.num_heads // self.num_kv_heads  # query heads per key-value head
         keys = keys.repeat_interleave(group, dim=1)  # (batch, h, keys, d_h): head i -> i // group
         values = values.repeat_interleave(group, dim=1)
-        mask = self.scores_mask(query_positions, key_positions)  # (1 or h, queries, keys)
-        dropout_p = self.dropout if self.training else 0.0
-        output = F.scaled_dot_product_attention(
-            queries, keys, values, attn_mask=mask, dropout_p=dropout_p
-        )  # (batch, h, queries, d_h)
+        if by_position:
+            output = self.attend_by_position(queries, keys, values, start, cache)
+        else:  # queries lined up with the last keys (sec-attention-scoring)
+            output = self.attention(queries, keys, values, valid_lens, causal=causal)
         output = output.transpose(1, 2).reshape(X.shape[0], X.shape[1], -1)  # heads concatenated
         return self.W_o(output)  # (batch, steps, num_hiddens)
+
+    def attend_by_position(
+        self,
+        queries: torch.Tensor,
+        keys: torch.Tensor,
+        values: torch.Tensor,
+        start: int,
+        cache: Cache | None,
+    ) -> torch.Tensor:
+        """Attention under :meth:`scores_mask`, ``(batch, h, queries, d_h)``: explicit (weights
+        kept) or fused, as the inner attention's ``need_weights`` says."""
+        if isinstance(cache, RollingKVCache):
+            key_positions = cache.key_positions
+        else:  # no cache, or a growing one: the keys are positions 0, 1, ...
+            key_positions = torch.arange(keys.shape[2], device=queries.device)
+        query_positions = torch.arange(start, start + queries.shape[2], device=queries.device)
+        mask = self.scores_mask(query_positions, key_positions)  # (1 or h, queries, keys)
+        if self.need_weights:  # explicit: the weights kept for heatmaps
+            scores = queries @ keys.transpose(-2, -1) / math.sqrt(self.head_dim)
+            if mask.dtype == torch.bool:
+                scores = scores.masked_fill(~mask, -math.inf)
+            else:
+                scores = scores + mask
+            weights = torch.softmax(scores, dim=-1)  # (batch, h, queries, keys)
+            self.attention._attention_weights = weights
+            return self.attention.dropout(weights) @ values
+        self.attention._attention_weights = None
+        dropout_p = self.attention.dropout.p if self.training else 0.0
+        return F.scaled_dot_product_attention(
+            queries, keys, values, attn_mask=mask, dropout_p=dropout_p
+        )  # (batch, h, queries, d_h)
 
     def scores_mask(
         self, query_positions: torch.Tensor, key_positions: torch.Tensor

@@ -4,7 +4,9 @@ its time-to-quality recipe.
 :class:`GPT` is a stack of the Vision Transformer's pre-norm blocks
 (:class:`companion.transformer.PreNormBlock`, d2l's ``ViTBlock``) called with ``causal=True``:
 the causal mask is the only change from an encoder. Each position predicts the next token, so
-one forward pass over a sentence gives a loss at every position.
+one forward pass over a sentence gives a loss at every position. It is
+:class:`companion.decoder.DecoderLM` in GPT-2's configuration, so the Llama-style model of
+sec-modern-decoder runs the same code.
 
 Two choices, made here and explained in the chapter:
 
@@ -16,10 +18,11 @@ Two choices, made here and explained in the chapter:
   the untied model here), and a token's input and output vectors learn from both uses.
   ``tie_weights=False`` gives a separate output matrix.
 
-:meth:`GPT.generate` samples with :func:`companion.sampling.sample_next` and, by default,
-reads the keys and values of earlier positions from a :class:`companion.kv_cache.KVCache`
-per block, so each new token costs one position's work; ``use_cache=False`` re-runs the whole
-prefix at every step, for comparison. Both give the same tokens.
+:meth:`GPT.generate` (the decoder's) samples with :func:`companion.sampling.sample_next`
+and, by default, reads the keys and values of earlier positions from a
+:class:`companion.kv_cache.KVCache` per block, so each new token costs one position's work;
+``use_cache=False`` re-runs the whole prefix at every step, for comparison. Both give the same
+tokens.
 """
 
 from __future__ import annotations
@@ -32,16 +35,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from companion._validate import (
-    check_dropout,
-    check_positive,
-    check_same_device,
-    check_steps,
-    check_token_ids,
-)
+from companion.decoder import DecoderLM, gpt2_config
 from companion.device import get_device
-from companion.kv_cache import KVCache
-from companion.sampling import check_sampling_arguments, generate_tokens
 from companion.tasks.language import (
     invented_sentences,
     invented_words,
@@ -49,10 +44,9 @@ from companion.tasks.language import (
 )
 from companion.text import Vocab, batches
 from companion.train import eval_mode, fit, sequence_loss
-from companion.transformer import PreNormBlock
 
 
-class GPT(nn.Module):
+class GPT(DecoderLM):
     """A decoder-only Transformer language model (sec-language-models):
 
         H_0 = E[x] + P,   H_l = Block_l(H_{l-1}, causal),   logits = LayerNorm(H_L) E^T
@@ -61,11 +55,14 @@ class GPT(nn.Module):
     vocab_size)`` logits, where row ``t`` scores the token after ``X[:, :t + 1]``. ``E`` is the
     ``(vocab_size, num_hiddens)`` token embedding, ``P`` the learned positions (``max_len``
     rows), each block a :class:`~companion.transformer.PreNormBlock` with a causal mask.
-    ``caches`` (one :class:`~companion.kv_cache.KVCache` per block, each its own) make the call
-    continue the sequence they hold: positions start at the cached length. Decode with caches
-    under ``torch.no_grad()``, as :meth:`generate` does: a cache writes in place.
-    ``causal=False`` drops the mask and turns the model into an encoder, which next-token
-    training cannot use: each position would see the token it must predict.
+
+    GPT is :class:`~companion.decoder.DecoderLM` configured as GPT-2
+    (:func:`~companion.decoder.gpt2_config`), built from d2l-style arguments: the forward pass,
+    the caches and :meth:`generate` are the decoder's, and sec-modern-decoder changes only the
+    configuration. ``caches`` (:meth:`new_caches`, one :class:`~companion.kv_cache.KVCache` per
+    block, each its own) make the call continue the sequence they hold. ``causal=False`` drops
+    the mask and turns the model into an encoder, which next-token training cannot use: each
+    position would see the token it must predict.
     """
 
     def __init__(
@@ -82,106 +79,13 @@ class GPT(nn.Module):
         *,
         causal: bool = True,
     ) -> None:
-        super().__init__()
-        check_positive(vocab_size=vocab_size, num_blks=num_blks, max_len=max_len)
-        self.max_len, self.causal = max_len, causal
-        self.token_embedding = nn.Embedding(vocab_size, num_hiddens)  # E
-        self.pos_embedding = nn.Embedding(max_len, num_hiddens)  # P, learned
-        self.dropout = nn.Dropout(check_dropout(dropout))
-        self.blks = nn.ModuleList(
-            PreNormBlock(num_hiddens, num_hiddens, mlp_num_hiddens, num_heads, dropout, use_bias)
-            for _ in range(num_blks)
-        )
-        self.ln = nn.LayerNorm(num_hiddens)  # the pre-norm stack's final normalization
-        self.head = None if tie_weights else nn.Linear(num_hiddens, vocab_size, bias=False)
-        for embedding in (self.token_embedding, self.pos_embedding):
-            nn.init.normal_(embedding.weight, std=0.02)  # GPT-2's initialisation
-
-    def forward(self, X: torch.Tensor, caches: Sequence[KVCache] | None = None) -> torch.Tensor:
-        self._check_inputs(X, caches)
-        start = len(caches[0]) if caches is not None else 0  # positions already cached
-        positions = torch.arange(start, start + X.shape[1], device=X.device)  # (steps,)
-        H = self.dropout(self.token_embedding(X) + self.pos_embedding(positions))
-        for blk, cache in zip(self.blks, caches or (None,) * len(self.blks)):
-            H = blk(H, causal=self.causal, cache=cache)  # (batch, steps, num_hiddens)
-        H = self.ln(H)
-        if self.head is None:  # tied: score each token by its own embedding
-            return F.linear(H, self.token_embedding.weight)  # (batch, steps, vocab_size)
-        return self.head(H)
-
-    def _check_inputs(
-        self, X: torch.Tensor, caches: Sequence[KVCache] | None, name: str = "X"
-    ) -> None:
-        """``X``: token ids on the model's device, at least one step; ``caches``: one growing
-        :class:`KVCache` per block, distinct, holding as many steps each; the positions of the
-        cached and the new steps within ``max_len``."""
-        check_token_ids(X, self.token_embedding.num_embeddings, name)
-        check_steps(X, name)
-        check_same_device(X, self.token_embedding.weight, name)
-        start = 0
-        if caches is not None:
-            num_blks = len(self.blks)
-            if not (
-                isinstance(caches, Sequence)
-                and len(caches) == num_blks
-                and all(isinstance(cache, KVCache) and not cache.static for cache in caches)
-            ):
-                got = (
-                    f"{len(caches)} ({', '.join(type(c).__name__ for c in caches)})"
-                    if isinstance(caches, Sequence)
-                    else type(caches).__name__
-                )
-                raise ValueError(
-                    f"caches must hold one growing KVCache per block ({num_blks}); got {got}"
-                )
-            if len({id(cache) for cache in caches}) < num_blks:
-                raise ValueError(
-                    "caches must be distinct KVCache objects, one per block, as "
-                    "[KVCache() for _ in model.blks] builds them; got one shared by several "
-                    "blocks ([KVCache()] * num_blks), which would mix their keys and values"
-                )
-            if len({len(cache) for cache in caches}) > 1:
-                raise ValueError(
-                    "caches must hold as many steps each; got "
-                    f"{[len(cache) for cache in caches]}"
-                )
-            start = len(caches[0])
-        if start + X.shape[1] > self.max_len:
-            raise ValueError(
-                f"{name} of shape {tuple(X.shape)} after {start} cached steps needs "
-                f"{start + X.shape[1]} positions; max_len is {self.max_len}"
+        super().__init__(
+            gpt2_config(
+                vocab_size, num_hiddens=num_hiddens, ffn_num_hiddens=mlp_num_hiddens,
+                num_heads=num_heads, num_blks=num_blks, max_len=max_len, dropout=dropout,
+                tie_weights=tie_weights, bias=use_bias, causal=causal,
             )
-
-    @torch.no_grad()
-    def generate(
-        self,
-        prompt: torch.Tensor,
-        max_new_tokens: int,
-        temperature: float = 1.0,
-        top_k: int | None = None,
-        top_p: float | None = None,
-        generator: torch.Generator | None = None,
-        *,
-        use_cache: bool = True,
-    ) -> torch.Tensor:
-        """Continue ``prompt`` ``(batch, steps)`` by ``max_new_tokens`` sampled tokens; returns
-        ``(batch, steps + max_new_tokens)``. ``temperature=0`` is greedy; see
-        :func:`~companion.sampling.sample_next`. With ``use_cache`` each step feeds only the
-        newest token (earlier keys and values come from the caches); without it each step
-        feeds the whole sequence so far."""
-        check_positive(max_new_tokens=max_new_tokens)
-        self._check_inputs(prompt, None, name="prompt")
-        if prompt.shape[1] + max_new_tokens - 1 > self.max_len:
-            raise ValueError(
-                f"a prompt of {prompt.shape[1]} steps and max_new_tokens="
-                f"{max_new_tokens} need {prompt.shape[1] + max_new_tokens - 1} "
-                f"positions; max_len is {self.max_len}"
-            )
-        check_sampling_arguments(temperature, top_k, top_p)  # before any step runs
-        caches = [KVCache() for _ in self.blks] if use_cache else None  # one per block
-        return generate_tokens(
-            self, prompt, max_new_tokens, caches, temperature, top_k, top_p, generator
-        )
+        )  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------

@@ -42,8 +42,12 @@ from companion._validate import (
     check_token_ids,
 )
 from companion.attention import MultiHeadAttention, _linear
+from companion.feedforward import SwiGLU
+from companion.gqa import Cache, GroupedQueryAttention
 from companion.kv_cache import KVCache
+from companion.norms import RMSNorm
 from companion.positional import PositionalEncoding
+from companion.rotary import RotaryEmbedding
 
 
 def _check_decoder_inputs(X: torch.Tensor, state: Any, vocab_size: int, num_blks: int) -> None:
@@ -211,19 +215,38 @@ class ViTMLP(nn.Module):
         return self.dropout2(self.dense2(x))  # (..., mlp_num_outputs)
 
 
+def make_norm(norm: str, norm_shape: int | list[int] | torch.Size, eps: float = 1e-5) -> nn.Module:
+    """``"layer"``: :class:`torch.nn.LayerNorm`; ``"rms"``: :class:`~companion.norms.RMSNorm`."""
+    if norm == "rms":
+        if not isinstance(norm_shape, int):
+            raise ValueError(f"an RMSNorm normalizes one axis; got norm_shape={norm_shape}")
+        return RMSNorm(norm_shape, eps=eps)
+    if norm != "layer":
+        raise ValueError(f"norm must be 'layer' or 'rms'; got {norm!r}")
+    return nn.LayerNorm(norm_shape, eps=eps)
+
+
 class PreNormBlock(nn.Module):
-    """A pre-norm Transformer block (sec-vit; the block of GPT in sec-language-models, and
-    d2l's ``ViTBlock``, which :mod:`companion.vit` keeps as an alias): layer normalization
-    comes *before* each sublayer, and the residual path from input to output stays a plain sum:
+    """The pre-norm Transformer block, the one block of every model after the 2017 Transformer
+    in this book: the ViT (sec-vit; d2l's ``ViTBlock``, which :mod:`companion.vit` keeps as an
+    alias), GPT (sec-language-models) and the Llama-style decoder (sec-modern-decoder).
+    Normalization comes *before* each sublayer, and the residual path from input to output
+    stays a plain sum:
 
-        X = X + MultiHead(LN_1(X), LN_1(X), LN_1(X))
-        X = X + MLP(LN_2(X))
+        X = X + Attention(Norm_1(X))
+        X = X + FFN(Norm_2(X))
 
-    ``X`` is ``(batch, steps, num_hiddens)`` in and out. ``norm_shape`` is what the layer norms
-    normalize (``num_hiddens``). ``causal=True`` lets each step see only itself and the steps
-    before it, the one change that turns this encoder block into a decoder-only language
-    model's block; ``cache`` (a :class:`~companion.kv_cache.KVCache`) is passed on to the
-    attention, which then also attends to the steps cached before and appends these.
+    ``X`` is ``(batch, steps, num_hiddens)`` in and out. The positional arguments are d2l's
+    ``ViTBlock``'s, which build its block: layer norms over ``norm_shape``, multi-head
+    attention, a GELU MLP. The keywords make the modern block, as
+    :class:`~companion.decoder.DecoderConfig` sets them: ``norm="rms"``, ``ffn="swiglu"``,
+    ``num_kv_heads`` (grouped-query attention), ``rotary``, ``window`` and ``alibi``. The
+    attention is :class:`~companion.gqa.GroupedQueryAttention` either way.
+
+    ``causal=True`` lets each step see only itself and the steps before it, the one change that
+    turns this encoder block into a decoder-only language model's block; ``cache`` (a
+    :class:`~companion.kv_cache.KVCache` or a rolling one) is passed on to the attention, which
+    then also attends to the steps cached before and appends these.
     """
 
     def __init__(
@@ -234,13 +257,30 @@ class PreNormBlock(nn.Module):
         num_heads: int,
         dropout: float,
         use_bias: bool = False,
+        *,
+        norm: str = "layer",
+        norm_eps: float = 1e-5,
+        ffn: str = "gelu",
+        num_kv_heads: int | None = None,
+        rotary: RotaryEmbedding | None = None,
+        window: int | None = None,
+        alibi: bool = False,
     ) -> None:
         super().__init__()
+        if ffn not in ("gelu", "swiglu"):
+            raise ValueError(f"ffn must be 'gelu' or 'swiglu'; got {ffn!r}")
         self.num_hiddens = num_hiddens
-        self.ln1 = nn.LayerNorm(norm_shape)
-        self.attention = _block_attention(num_hiddens, num_heads, dropout, use_bias)
-        self.ln2 = nn.LayerNorm(norm_shape)
-        self.mlp = ViTMLP(mlp_num_hiddens, num_hiddens, dropout, num_inputs=num_hiddens)
+        self.ln1 = make_norm(norm, norm_shape, norm_eps)
+        self.attention = GroupedQueryAttention(
+            num_hiddens, num_heads, num_kv_heads, dropout, use_bias,
+            rotary=rotary, window=window, alibi=alibi,
+        )  # fmt: skip
+        self.ln2 = make_norm(norm, norm_shape, norm_eps)
+        self.mlp: nn.Module = (
+            SwiGLU(num_hiddens, mlp_num_hiddens, dropout)
+            if ffn == "swiglu"
+            else ViTMLP(mlp_num_hiddens, num_hiddens, dropout, num_inputs=num_hiddens)
+        )
 
     def forward(
         self,
@@ -248,11 +288,11 @@ class PreNormBlock(nn.Module):
         valid_lens: torch.Tensor | None = None,
         *,
         causal: bool = False,
-        cache: KVCache | None = None,
+        cache: Cache | None = None,
     ) -> torch.Tensor:
         check_hiddens(X, self.num_hiddens)
         Y = self.ln1(X)  # (batch, steps, num_hiddens)
-        X = X + self.attention(Y, Y, Y, valid_lens, causal=causal, cache=cache)
+        X = X + self.attention(Y, valid_lens, causal=causal, cache=cache)
         return X + self.mlp(self.ln2(X))  # (batch, steps, num_hiddens)
 
 

@@ -1,6 +1,7 @@
 """The configurable decoder: cached decoding equals teacher forcing in every configuration, the
 rolling cache equals a full cache with the window mask, chapter 9's GPT is one configuration,
-and bad input is a ValueError that names the argument."""
+the ViT, GPT and the Llama-style model stack one block class, and bad input is a ValueError that
+names the argument."""
 
 from __future__ import annotations
 
@@ -119,10 +120,85 @@ def test_a_window_mask_counts_the_query_itself():
 
 def test_chapter_9s_gpt_is_the_gpt2_configuration():
     gpt = randomized(GPT(VOCAB, 64, 128, 4, 2, max_len=13))
+    assert isinstance(gpt, DecoderLM) and gpt.config == gpt2_config(VOCAB, max_len=13)
+    assert set(vars(GPT)) <= {"__init__", "__doc__", "__module__", "__qualname__",
+                              "__firstlineno__", "__static_attributes__"}  # no code of its own
     model = DecoderLM(gpt2_config(VOCAB, max_len=13)).eval()
     model.load_state_dict(gpt.state_dict())  # strict: the same parameters, the same names
     X = torch.randint(0, VOCAB, (2, 13))
-    torch.testing.assert_close(model(X), gpt(X), rtol=0.0, atol=1e-5)
+    torch.testing.assert_close(model(X), gpt(X), rtol=0.0, atol=0.0)
+
+
+def test_vit_gpt_and_llama_stack_one_block_class():
+    from companion.transformer import PreNormBlock
+    from companion.vit import ViT
+
+    vit = ViT(8, 4, 16, 24, 2, 2, 0.0, 0.0, num_classes=3)
+    models = [vit, GPT(VOCAB, 16, 24, 2, 2, max_len=8), DecoderLM(llama_config(VOCAB))]
+    for model in models:
+        assert {type(blk) for blk in model.blks} == {PreNormBlock}
+        assert {type(blk.attention) for blk in model.blks} == {GroupedQueryAttention}
+
+
+def expanded_mha(layer: GroupedQueryAttention):
+    """Chapter 6's MultiHeadAttention with ``layer``'s weights, shared heads copied out."""
+    from companion.attention import MultiHeadAttention
+
+    mha = MultiHeadAttention(layer.num_hiddens, layer.num_heads, 0.0,
+                             query_size=layer.num_hiddens, key_size=layer.num_hiddens,
+                             value_size=layer.num_hiddens)  # fmt: skip
+    group, d = layer.num_heads // layer.num_kv_heads, layer.head_dim
+    with torch.no_grad():
+        for name in ("W_q", "W_o"):
+            getattr(mha, name).weight.copy_(getattr(layer, name).weight)
+        for name in ("W_k", "W_v"):  # (g d, hiddens) -> (h d, hiddens): head i reads i // group
+            weight = getattr(layer, name).weight.reshape(layer.num_kv_heads, d, -1)
+            getattr(mha, name).weight.copy_(weight.repeat_interleave(group, 0).flatten(0, 1))
+    return mha.eval()
+
+
+@pytest.mark.parametrize("num_kv_heads", [4, 2, 1])
+@pytest.mark.parametrize("causal", [True, False])
+def test_plain_gqa_is_multihead_attention_with_copied_heads(num_kv_heads, causal):
+    """Without a window or ALiBi the layer takes chapter 6's masks: valid_lens and causal."""
+    from companion.attention import record_attention
+
+    layer = randomized(GroupedQueryAttention(16, 4, num_kv_heads))
+    mha = expanded_mha(layer)
+    X = torch.randn(3, 6, 16, generator=torch.Generator().manual_seed(3))
+    valid_lens = torch.tensor([6, 2, 0])  # a row with no valid key: zeros, never NaN
+    with torch.no_grad(), record_attention(layer), record_attention(mha):
+        explicit = layer(X, valid_lens, causal=causal)
+        expected = mha(X, X, X, valid_lens, causal=causal)
+    torch.testing.assert_close(explicit, expected, rtol=0.0, atol=1e-5)
+    torch.testing.assert_close(layer.attention_weights, mha.attention_weights)
+    with torch.no_grad():
+        fused = layer(X, valid_lens, causal=causal)
+    torch.testing.assert_close(fused, expected, rtol=0.0, atol=1e-5)
+    assert not fused.isnan().any()
+
+
+@pytest.mark.parametrize("options", [{"window": 3}, {"alibi": True}])
+def test_masks_by_position_keep_weights_on_the_explicit_path(options):
+    from companion.attention import record_attention
+
+    layer = randomized(GroupedQueryAttention(16, 4, 2, **options))
+    X = torch.randn(2, 7, 16, generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        fused = layer(X)
+        with record_attention(layer):
+            explicit = layer(X)
+    torch.testing.assert_close(explicit, fused, rtol=0.0, atol=1e-5)
+    weights = layer.attention_weights  # (batch, heads, queries, keys)
+    assert weights.shape == (2, 4, 7, 7)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 4, 7))
+    assert weights.triu(diagonal=1).abs().max() == 0  # causal
+    if "window" in options:
+        assert weights.tril(diagonal=-3).abs().max() == 0  # the last 3 keys only
+    with pytest.raises(ValueError, match="masks by position and is causal"):
+        layer(X, causal=False)
+    with pytest.raises(ValueError, match="valid_lens"):
+        layer(X, torch.tensor([7, 3]))
 
 
 def test_rmsnorm_normalizes_the_root_mean_square():

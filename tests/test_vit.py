@@ -162,12 +162,12 @@ def test_vit_attention_weights_and_block_errors():
 
 
 def test_vit_block_is_pre_norm():
-    """X + MultiHead(LN_1 X) then + MLP(LN_2 X): zeroing both sublayers' outputs is identity."""
+    """X + Attention(LN_1 X) then + MLP(LN_2 X): zeroing both sublayers' outputs is identity."""
     torch.manual_seed(0)
     blk = ViTBlock(8, 8, 12, 2, 0.0).eval()
     X = torch.randn(2, 5, 8) * 10
     Y = blk.ln1(X)
-    H = X + blk.attention(Y, Y, Y)
+    H = X + blk.attention(Y, causal=False)  # the attention is causal unless told otherwise
     torch.testing.assert_close(blk(X), H + blk.mlp(blk.ln2(H)))
     with torch.no_grad():
         blk.attention.W_o.weight.zero_()
