@@ -10,6 +10,9 @@
 - ``ablation``: the gap to the entropy floor of the GPT-2 block, each modern change and all of
   them, at equal parameters and steps; writes ``companion/results/ablation.json``
   (:mod:`companion.bench.ablation`, over :mod:`companion.ablation`).
+- ``rnn``: the Transformer and the GRU encoder-decoder with Bahdanau attention, trained alike
+  over seeds on the reordering task; writes ``companion/results/rnn_comparison.json``
+  (:mod:`companion.bench.rnn`, over :mod:`companion.rnn_comparison`).
 - ``length``: the gap to the entropy floor of learned, sinusoidal, RoPE and ALiBi positions at
   one, two and four times the training length; writes ``companion/results/length.json``
   (:mod:`companion.bench.length`, over :mod:`companion.extrapolation`).
@@ -22,7 +25,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
-from companion.bench import ablation, attention, decode, length, tokenizer, train
+from companion.bench import ablation, attention, decode, length, rnn, tokenizer, train
 
 BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
     "attention": attention.main,
@@ -31,6 +34,7 @@ BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
     "tokenizer": tokenizer.main,
     "ablation": ablation.main,
     "length": length.main,
+    "rnn": rnn.main,
 }
 DEFAULT = "attention"
 
