@@ -2,7 +2,7 @@
 
 Names and signatures follow the PyTorch edition of Dive into Deep Learning (d2l), so code moves
 between the two. The layers, models and tools the chapters use are importable from here; a
-chapter's own helpers come from their module (``companion.lm``, ``companion.train``,
+chapter's own helpers come from their module (``companion.tasks.language``, ``companion.train``,
 ``companion.source``, ...). A few d2l names that no chapter uses are kept so that d2l code runs
 unchanged; ``__all__`` lists them last, under "d2l compatibility".
 """

@@ -9,8 +9,8 @@ is chosen to bring its parameter count closest to the GPT-2 block's, and the cou
 
 The score of a model is its cross-entropy on held-out sentences minus those sentences' own
 surprisal under the true distribution (nats per token): the paired estimate of the gap to the
-floor that :func:`companion.lm.time_to_quality` uses. Each seed draws new training and test
-sentences and new initial weights; the variants of one seed share the sentences.
+floor that :func:`companion.recipes.gpt.time_to_quality` uses. Each seed draws new training
+and test sentences and new initial weights; the variants of one seed share the sentences.
 
 The benchmark writes its results to a small JSON file with the machine, the versions and the
 load average that made them; the committed one, :data:`RESULTS`, ships with companion (package
@@ -26,19 +26,17 @@ from typing import Any
 
 import torch
 
-from companion import lm
 from companion.decoder import DecoderConfig, DecoderLM, gpt2_config
 from companion.device import get_device
-from companion.lm import (
+from companion.tasks.language import (
     NUM_STEPS,
-    cross_entropy_per_token,
+    invented_sentences,
     language_model_vocab,
     lm_arrays,
-    next_token_loss,
+    sentence_log_prob,
 )
-from companion.tasks.language import invented_sentences, sentence_log_prob
 from companion.text import batches
-from companion.train import fit
+from companion.train import cross_entropy_per_token, fit, next_token_loss
 
 RESULTS = Path(__file__).resolve().parent / "results" / "ablation.json"
 BASE = dict(num_hiddens=64, num_heads=4, num_blks=2, ffn_num_hiddens=128, max_len=NUM_STEPS)
@@ -133,21 +131,6 @@ def train_decoder(
         device=device,
     )
     return model
-
-
-def recipe_llama(vocab_size: int) -> tuple[torch.nn.Module, str]:
-    """The "all four" variant (RMSNorm, RoPE, SwiGLU, GQA) at the GPT recipe's parameter count
-    (the GPT recipe's model is the ablation's GPT-2 block), and its name."""
-    config = variant_configs(vocab_size)["all four"]
-    name = (f"Llama-style (RMSNorm, RoPE, SwiGLU, GQA), {config.num_hiddens} wide, "
-            f"{config.num_blks} blocks")
-    return DecoderLM(config), name
-
-
-def time_to_quality(seed: int = 0, device: torch.device | None = None) -> dict:
-    """``python -m companion.bench train``'s llama row: :func:`companion.lm.time_to_quality`,
-    the GPT recipe, with :func:`recipe_llama`'s model in place of the GPT."""
-    return lm.time_to_quality(seed, device, build=recipe_llama)
 
 
 def load_results(path: Path = RESULTS) -> dict[str, Any]:

@@ -40,9 +40,9 @@ import torch
 
 from companion.ablation import BASE, TEST_SENTENCES, train_decoder
 from companion.decoder import DecoderConfig, DecoderLM, gpt2_config
-from companion.lm import cross_entropy_per_token, language_model_vocab
-from companion.tasks.language import invented_sentences, sentence_log_prob
+from companion.tasks.language import invented_sentences, language_model_vocab, sentence_log_prob
 from companion.text import Vocab
+from companion.train import cross_entropy_per_token
 
 RESULTS = Path(__file__).resolve().parent / "results" / "length.json"
 SCHEMES = {  # name -> DecoderConfig.positions

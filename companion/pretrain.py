@@ -11,14 +11,15 @@ Both use the book's one training loop, :func:`companion.train.fit`.
   model (the pretrained one is left as it was), trained with cross-entropy for a fixed number
   of steps. The same function trains the from-scratch baseline: pass a freshly initialised
   :class:`companion.bert.BERTModel`.
-- :func:`time_to_quality`: the whole recipe, timed, for ``python -m companion.bench train``.
+
+The whole recipe, timed for ``python -m companion.bench train``, is
+:func:`companion.recipes.bert.time_to_quality`.
 """
 
 from __future__ import annotations
 
 import copy
 import math
-import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -27,13 +28,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from companion.bert import CLS, MASK, SEP, BERTClassifier, BERTModel, mask_tokens, mlm_loss
-from companion.device import get_device
 from companion.tasks.pretraining import (
     BERTArrays,
-    agreement_task,
-    bert_arrays,
-    bert_vocab,
-    pretraining_corpus,
 )
 from companion.text import Vocab, batches
 from companion.train import Batch, eval_mode, fit
@@ -192,53 +188,3 @@ def accuracy(
     with eval_mode(classifier):
         logits = classifier(*(t.to(device) for t in arrays))  # (num_examples, num_classes)
     return (logits.argmax(dim=-1).cpu() == labels).float().mean().item()
-
-
-def time_to_quality(seed: int = 0, device: torch.device | None = None) -> dict[str, Any]:
-    """Pretrain the chapter's BERT on 4,000 unlabelled sentences (10 epochs), then fine-tune it
-    on 1,000 labelled agreement examples until the validation accuracy reaches 0.9 (at most
-    20 epochs); the test accuracy is on 2,000 sentences seen by neither stage.
-
-    ``seconds`` counts both stages, data generation excluded; ``epochs`` counts the
-    fine-tuning epochs (pretraining always runs its 10).
-    """
-    device = device or get_device()
-    vocab = bert_vocab()
-    corpus = bert_arrays(pretraining_corpus(4000, seed=seed + 1), vocab, MAX_LEN)
-    train = agreement_task(1000, seed=seed + 10)
-    val, test = agreement_task(500, seed=seed + 11), agreement_task(2000, seed=seed + 12)
-    train_arrays, val_arrays, test_arrays = (
-        bert_arrays(split.sentences, vocab, MAX_LEN) for split in (train, val, test)
-    )
-    target = 0.9
-    start = time.perf_counter()
-    bert = bert_model(len(vocab), seed)
-    pretrain(bert, corpus, vocab, num_epochs=10, seed=seed, device=device)
-
-    def evaluate(model: nn.Module) -> dict[str, float]:
-        return {"val_accuracy": accuracy(model, val_arrays, val.labels, device)}
-
-    def reached(metrics: dict[str, float]) -> bool:
-        return metrics["val_accuracy"] >= target
-
-    classifier, history = fine_tune(
-        bert,
-        train_arrays,
-        train.labels,
-        num_steps=20 * 32,
-        seed=seed,
-        device=device,
-        evaluate=evaluate,
-        eval_every=1,
-        stop_when=reached,
-    )
-    seconds = time.perf_counter() - start
-    return {
-        "task": "agreement (grammatical or two articles swapped), 1,000 labelled sentences",
-        "model": "BERT, 64 wide, 1 block, pretrained on 4,000 sentences (10 epochs, counted)",
-        "target": f"validation accuracy >= {target}",
-        "seconds": seconds,
-        "epochs": history["epoch"][-1],
-        "score": accuracy(classifier, test_arrays, test.labels, device),
-        "reached": reached({"val_accuracy": history["val_accuracy"][-1]}),
-    }

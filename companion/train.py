@@ -6,7 +6,8 @@ a clipped gradient norm and a one-cycle learning-rate schedule: a warm-up to ``l
 both along a cosine. It returns the loss and metric history as plain data and can plot
 it. :func:`train_seq2seq` is :func:`fit` with teacher forcing: the decoder reads the gold target
 shifted right, and the loss is cross-entropy on the non-padding positions (optionally
-label-smoothed).
+label-smoothed). A next-token model's loss is :func:`next_token_loss`, and
+:func:`cross_entropy_per_token` evaluates it on held-out data (sec-language-models).
 
 **Weight decay, one rule for every model:** decay every parameter of two or more dimensions,
 except the tables of ``nn.Embedding`` and the gains of normalization layers; biases and other
@@ -39,6 +40,8 @@ from torch.nn.parameter import UninitializedParameter
 
 from companion._validate import check_positive
 from companion.device import get_device
+from companion.tasks.language import PAD_INDEX
+from companion.text import batches
 
 PROGRESS_VARIABLE = "COMPANION_PROGRESS"
 
@@ -64,6 +67,34 @@ def sequence_loss(
         ignore_index=pad_index,
         label_smoothing=label_smoothing,
     )
+
+
+def next_token_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
+    """Mean cross-entropy of each label given the inputs before it, padding excluded: the loss
+    :func:`fit` minimises for a language model (sec-language-models). ``batch`` is ``(inputs,
+    labels)``, as :func:`companion.tasks.language.lm_arrays` makes them."""
+    inputs, labels = batch
+    return sequence_loss(model(inputs), labels, PAD_INDEX)  # logits (batch, steps, vocab)
+
+
+@torch.no_grad()
+def cross_entropy_per_token(
+    model: nn.Module, arrays: tuple[torch.Tensor, torch.Tensor], batch_size: int = 1000
+) -> float:
+    """Summed cross-entropy over every label that is not padding, divided by their number:
+    nats per token, directly comparable with the ``per_token`` of
+    :func:`companion.tasks.language.language_entropy`."""
+    device = next(model.parameters()).device
+    total, count = torch.zeros((), device=device), 0
+    with eval_mode(model):
+        for inputs, labels in batches(arrays, batch_size, shuffle=False):
+            logits = model(inputs.to(device))  # (batch, steps, vocab)
+            labels = labels.to(device)
+            total += F.cross_entropy(
+                logits.transpose(1, 2), labels, ignore_index=PAD_INDEX, reduction="sum"
+            )
+            count += int((labels != PAD_INDEX).sum())
+    return total.item() / count
 
 
 class _Progress:

@@ -15,7 +15,7 @@ from companion.ablation import (
     num_parameters,
     variant_configs,
 )
-from companion.lm import language_model_vocab
+from companion.tasks.language import language_model_vocab
 
 CONFIGS = variant_configs(len(language_model_vocab()))
 BASELINE = CONFIGS["GPT-2 block"]
@@ -66,23 +66,22 @@ def test_the_committed_results_ship_with_the_package():
 def test_the_llama_recipe_is_the_gpt_recipe_with_the_all_four_model(monkeypatch):
     import torch
 
-    import companion.ablation as ablation
-    import companion.lm as lm
     from companion.decoder import DecoderLM
+    from companion.recipes import gpt, llama
 
-    monkeypatch.setattr(lm, "RECIPE_SENTENCES", 256)
-    monkeypatch.setattr(lm, "RECIPE_EPOCHS", 1)
+    monkeypatch.setattr(gpt, "RECIPE_SENTENCES", 256)
+    monkeypatch.setattr(gpt, "RECIPE_EPOCHS", 1)
     trained = []
 
     def fit(model, *args, **kwargs):  # record the model instead of training it
         trained.append(model)
         return {"gap": [9.0], "epoch": [1]}
 
-    monkeypatch.setattr(lm, "fit", fit)
-    result = ablation.time_to_quality(seed=0, device=torch.device("cpu"))
+    monkeypatch.setattr(gpt, "fit", fit)
+    result = llama.time_to_quality(seed=0, device=torch.device("cpu"))
     (model,) = trained
     assert isinstance(model, DecoderLM) and model.config == CONFIGS["all four"]
-    gpt, _ = lm.recipe_gpt(len(language_model_vocab()))
-    assert abs(num_parameters(model.config) - sum(p.numel() for p in gpt.parameters())) <= (
+    gpt_model, _ = gpt.recipe_gpt(len(language_model_vocab()))
+    assert abs(num_parameters(model.config) - sum(p.numel() for p in gpt_model.parameters())) <= (
         0.002 * num_parameters(model.config))  # the GPT recipe's size
-    assert result["model"].startswith("Llama-style") and result["reached"] is False
+    assert result.model.startswith("Llama-style") and result.reached is False

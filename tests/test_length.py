@@ -23,9 +23,8 @@ from companion.extrapolation import (
     scale_sinusoids,
     scheme_configs,
 )
-from companion.lm import PAD_INDEX, language_model_vocab
 from companion.plot_decoder import plot_length
-from companion.tasks.language import invented_sentences
+from companion.tasks.language import PAD_INDEX, invented_sentences, language_model_vocab
 
 VOCAB = language_model_vocab()
 TINY = dict(num_hiddens=16, num_heads=2, num_blks=1, ffn_num_hiddens=32)

@@ -10,16 +10,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from companion.attention import KVCache
-from companion.lm import (
-    GPT,
+from companion.lm import GPT
+from companion.tasks.language import (
     PAD_INDEX,
-    cross_entropy_per_token,
+    invented_sentences,
+    invented_words,
     language_model_vocab,
     lm_arrays,
-    next_token_loss,
     to_sentences,
 )
-from companion.tasks.language import invented_sentences, invented_words
+from companion.train import cross_entropy_per_token, next_token_loss
 from companion.vit import ViTBlock
 
 VOCAB, HIDDENS, MAX_LEN = 29, 16, 12
@@ -245,20 +245,20 @@ def test_to_sentences_cuts_at_the_first_eos():
 
 
 def test_time_to_quality_reports_its_recipe(monkeypatch):
-    import companion.lm as lm
+    from companion.recipes import TimeToQuality, gpt
 
-    monkeypatch.setattr(lm, "RECIPE_SENTENCES", 256)
-    monkeypatch.setattr(lm, "RECIPE_EPOCHS", 2)
-    monkeypatch.setattr(lm, "TARGET_GAP", 100.0)  # met after the first epoch
-    result = lm.time_to_quality(seed=1, device=torch.device("cpu"))
-    assert set(result) == {"task", "model", "target", "reached", "seconds", "epochs", "score"}
-    assert result["reached"] is True and result["epochs"] == 1
-    assert "100.0" in result["target"] and result["seconds"] > 0
+    monkeypatch.setattr(gpt, "RECIPE_SENTENCES", 256)
+    monkeypatch.setattr(gpt, "RECIPE_EPOCHS", 2)
+    monkeypatch.setattr(gpt, "TARGET_GAP", 100.0)  # met after the first epoch
+    result = gpt.time_to_quality(seed=1, device=torch.device("cpu"))
+    assert isinstance(result, TimeToQuality)
+    assert result.reached is True and result.epochs == 1
+    assert "100.0" in result.target and result.seconds > 0
     # an untrained-ish model sits above the floor, by less than the uniform guess
-    assert 0 < result["score"] < math.log(len(lm.language_model_vocab()))
-    monkeypatch.setattr(lm, "TARGET_GAP", 1e-6)  # never met: both epochs run
-    result = lm.time_to_quality(seed=1, device=torch.device("cpu"))
-    assert result["reached"] is False and result["epochs"] == 2
+    assert 0 < result.score < math.log(len(language_model_vocab()))
+    monkeypatch.setattr(gpt, "TARGET_GAP", 1e-6)  # never met: both epochs run
+    result = gpt.time_to_quality(seed=1, device=torch.device("cpu"))
+    assert result.reached is False and result.epochs == 2
 
 
 def test_show_masks_draws_every_mask_on_the_same_0_to_1_scale(tmp_path):

@@ -14,11 +14,10 @@ import companion as C
 from companion.bert import BERTClassifier, mask_tokens
 from companion.decoder import DecoderLM, llama_config
 from companion.kv_cache import KVCache
-from companion.lm import cross_entropy_per_token
 from companion.pretrain import accuracy
 from companion.sampling import sample_next
 from companion.tasks.digits import ImageSet, classification_accuracy
-from companion.train import fit
+from companion.train import cross_entropy_per_token, fit
 from companion.transformer import DecoderCache
 
 VOCAB = 11

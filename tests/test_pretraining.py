@@ -1,5 +1,5 @@
 """The pretraining chapter's data (companion.tasks.pretraining), training functions
-(companion.pretrain), published numbers and figures."""
+(companion.pretrain), its timed recipe (companion.recipes.bert), published numbers and figures."""
 
 from __future__ import annotations
 
@@ -204,7 +204,8 @@ def test_time_to_quality_reports_what_it_reached(monkeypatch):
     keys the benchmark reads, and reached means the last validation accuracy met 0.9."""
     import torch
 
-    from companion import pretrain as recipe_module
+    from companion.recipes import TimeToQuality
+    from companion.recipes import bert as recipe_module
 
     real_fine_tune = recipe_module.fine_tune
     monkeypatch.setattr(recipe_module, "pretrain", lambda *args, **kwargs: None)
@@ -214,7 +215,7 @@ def test_time_to_quality_reports_what_it_reached(monkeypatch):
         lambda *args, **kwargs: real_fine_tune(*args, **{**kwargs, "num_steps": 8}),
     )
     result = recipe_module.time_to_quality(seed=0, device=torch.device("cpu"))
-    assert list(result) == ["task", "model", "target", "seconds", "epochs", "score", "reached"]
-    assert result["seconds"] > 0 and 0 <= result["score"] <= 1
+    assert isinstance(result, TimeToQuality)
+    assert result.seconds > 0 and 0 <= result.score <= 1
     # untrained, the agreement task stays near chance: the target is not reached
-    assert result["reached"] is False and result["score"] < 0.9
+    assert result.reached is False and result.score < 0.9

@@ -135,6 +135,25 @@ def test_unknown_recipe_is_a_clear_error():
         run_recipe("gpt")
 
 
+def test_every_model_recipe_returns_the_one_result_the_benchmark_prints(monkeypatch):
+    import importlib
+    import typing
+
+    from companion.bench import train as bench_train
+
+    assert set(bench_train.MODEL_RECIPES) == {"gpt", "llama", "bert", "vit"}
+    for name, module in bench_train.MODEL_RECIPES.items():
+        time_to_quality = importlib.import_module(module).time_to_quality
+        assert typing.get_type_hints(time_to_quality)["return"] is recipes.TimeToQuality, name
+    measured = recipes.TimeToQuality("digits", "ViT", "accuracy >= 0.9", False, 1.25, 3, 0.5)
+    vit = importlib.import_module(bench_train.MODEL_RECIPES["vit"])
+    monkeypatch.setattr(vit, "time_to_quality", lambda seed, device: measured)
+    rows = bench_train.model_rows(["vit"], 0, torch.device("cpu"))
+    assert rows == [("vit", "digits", "ViT", "accuracy >= 0.9", "not reached", "3", "0.5000")]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        measured.seconds = 0.0  # type: ignore[misc]
+
+
 def test_progress_is_one_live_line_in_a_notebook(monkeypatch):
     from IPython import display as ipython_display
 

@@ -288,26 +288,27 @@ def test_time_to_quality_stops_on_validation_and_scores_on_test_once(monkeypatch
     """Three short epochs (the real recipe is a benchmark): training stops on the validation
     split, at the target two epochs in a row; the test split is evaluated once, after
     training, and gives the score."""
-    from companion.tasks import digits
+    from companion.recipes import TimeToQuality, vit
+    from companion.tasks.digits import load_digit_splits
 
     recipe = DigitsRecipe(num_epochs=3, num_blks=1, target=0.3, epochs_at_target=2)
-    monkeypatch.setattr(digits, "DigitsRecipe", lambda: recipe)
-    splits = digits.load_digit_splits(0)
+    monkeypatch.setattr(vit, "DigitsRecipe", lambda: recipe)
+    splits = load_digit_splits(0)
     sizes = {len(splits.val.labels): "val", len(splits.test.labels): "test"}
-    evaluated, accuracy = [], digits.classification_accuracy
+    evaluated, accuracy = [], classification_accuracy
 
     def recorded(model, data, *args):
         evaluated.append((sizes[len(data.labels)], accuracy(model, data, *args)))
         return evaluated[-1][1]
 
-    monkeypatch.setattr(digits, "classification_accuracy", recorded)
-    result = digits.time_to_quality(seed=0, device=torch.device("cpu"))
-    assert list(result) == ["task", "model", "target", "reached", "seconds", "epochs", "score"]
-    assert 2 <= result["epochs"] <= 3 and result["seconds"] > 0
-    assert [split for split, _ in evaluated] == ["val"] * result["epochs"] + ["test"]
-    assert result["score"] == evaluated[-1][1]
-    stopped_early = result["epochs"] == 2
-    assert result["reached"] == (min(a for _, a in evaluated[-3:-1]) >= 0.3)
-    assert result["reached"] or not stopped_early
-    assert "1259 training images" in result["task"]
-    assert result["target"] == "validation accuracy >= 0.3, 2 epochs in a row"
+    monkeypatch.setattr(vit, "classification_accuracy", recorded)
+    result = vit.time_to_quality(seed=0, device=torch.device("cpu"))
+    assert isinstance(result, TimeToQuality)
+    assert 2 <= result.epochs <= 3 and result.seconds > 0
+    assert [split for split, _ in evaluated] == ["val"] * result.epochs + ["test"]
+    assert result.score == evaluated[-1][1]
+    stopped_early = result.epochs == 2
+    assert result.reached == (min(a for _, a in evaluated[-3:-1]) >= 0.3)
+    assert result.reached or not stopped_early
+    assert "1259 training images" in result.task
+    assert result.target == "validation accuracy >= 0.3, 2 epochs in a row"

@@ -34,8 +34,8 @@ from companion.bench.common import (
     write_results,
 )
 from companion.device import get_device
-from companion.lm import language_model_vocab
 from companion.measure import use_threads
+from companion.tasks.language import language_model_vocab
 
 
 def _table(results: dict) -> list[str]:

@@ -25,8 +25,8 @@ from companion.extrapolation import (
     length_data,
     scheme_configs,
 )
-from companion.lm import language_model_vocab
 from companion.measure import use_threads
+from companion.tasks.language import language_model_vocab
 
 
 def summary(gaps: list[float]) -> dict[str, Any]:

@@ -7,7 +7,8 @@ The time counts everything after the data are built: training steps and those ev
 The final score is then measured on the test split, whose sources training never saw.
 
 The models of "Transformers today" each bring their own recipe, a ``time_to_quality(seed,
-device)`` in their module (:data:`MODEL_RECIPES`): the language model trains until its
+device)`` in their module of :mod:`companion.recipes` (:data:`MODEL_RECIPES`), which returns a
+:class:`companion.recipes.TimeToQuality`: the language model trains until its
 validation cross-entropy is within a stated gap of the language's entropy floor (GPT, and the
 Llama-style model of the same size with the same recipe), the pretrained
 BERT fine-tunes to a stated accuracy and the ViT trains until its validation accuracy has
@@ -26,15 +27,10 @@ import torch
 from companion.bench.common import device_name, load_average, log
 from companion.device import get_device
 from companion.measure import use_threads
-from companion.recipes import RECIPES, run_recipe
+from companion.recipes import RECIPES, TimeToQuality, run_recipe
 
 # name -> the module whose time_to_quality(seed, device) trains that chapter's model
-MODEL_RECIPES = {
-    "gpt": "companion.lm",
-    "llama": "companion.ablation",
-    "bert": "companion.pretrain",
-    "vit": "companion.tasks.digits",
-}
+MODEL_RECIPES = {name: f"companion.recipes.{name}" for name in ("gpt", "llama", "bert", "vit")}
 
 
 def _table(titles: Sequence[str], rows: list[tuple[str, ...]]) -> list[str]:
@@ -48,10 +44,12 @@ def model_rows(names: Sequence[str], seed: int, device: torch.device) -> list[tu
     rows: list[tuple[str, ...]] = []
     for name in names:
         log(f"[train] {name}")
-        result = importlib.import_module(MODEL_RECIPES[name]).time_to_quality(seed, device)
-        seconds = f"{result['seconds']:.1f}" if result["reached"] else "not reached"
-        rows.append((name, result["task"], result["model"], result["target"], seconds,
-                     str(result["epochs"]), f"{result['score']:.4f}"))
+        result: TimeToQuality = importlib.import_module(MODEL_RECIPES[name]).time_to_quality(
+            seed, device
+        )
+        seconds = f"{result.seconds:.1f}" if result.reached else "not reached"
+        rows.append((name, result.task, result.model, result.target, seconds,
+                     str(result.epochs), f"{result.score:.4f}"))
     return rows
 
 

@@ -1,15 +1,15 @@
-"""Handwritten digits for the Vision Transformer (sec-vit): splits, accuracy, training, and the
-time-to-quality recipe.
+"""Handwritten digits for the Vision Transformer (sec-vit): splits, accuracy, and the chapter's
+training settings (:class:`DigitsRecipe`) and loop (:func:`train_classifier`). The timed
+recipe is :func:`companion.recipes.vit.time_to_quality`.
 
 The images are scikit-learn's 1,797 handwritten digits (``sklearn.datasets.load_digits``:
 8x8 pixels, one channel, integer values 0 to 16, shipped inside the package). companion does
 not depend on scikit-learn: a chapter loads the arrays and hands them to :func:`digit_splits`.
-Only :func:`load_digit_splits` (and :func:`time_to_quality`, a benchmark) imports it, when called.
+Only :func:`load_digit_splits` imports it, when called.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -19,7 +19,6 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from companion.device import get_device
 from companion.text import batches
 from companion.train import eval_mode, fit
 
@@ -132,7 +131,7 @@ class DigitsRecipe:
     lr: float = 1e-2
     weight_decay: float = 0.01
     target: float = 0.95
-    epochs_at_target: int = 3  # time_to_quality stops after this many in a row on validation
+    epochs_at_target: int = 3  # recipes.vit stops after this many in a row on validation
 
     def make_vit(self, img_size: int = 8, in_channels: int = 1) -> nn.Module:
         """The chapter's ViT, freshly initialised from torch's global generator."""
@@ -182,61 +181,3 @@ def load_digit_splits(seed: int = 0) -> DigitSplits:
 
     digits = load_digits()
     return digit_splits(digits.images, digits.target, seed=seed)
-
-
-def time_to_quality(seed: int = 0, device: torch.device | None = None) -> dict:
-    """Train the chapter's ViT (:class:`DigitsRecipe`) from scratch on the digits until its
-    validation accuracy has reached the target (0.95) at ``epochs_at_target`` (3) epochs in a
-    row, or for ``num_epochs`` epochs at most; then score it once on the test split, which
-    neither training nor stopping saw.
-
-    As in time-to-accuracy benchmarks (DAWNBench, MLPerf), the held-out set is evaluated after
-    every epoch and training stops once it meets the target. The validation split has 179
-    images, so its accuracy moves in steps of 0.0056 and runs ahead of the test accuracy by
-    chance: stopping at the first epoch at 0.95 left a test accuracy of 0.925 to 0.947 for three
-    of five seeds; three epochs in a row left 0.955 to 0.983 for all five (measured on a loaded
-    machine, one thread).
-
-    Returns ``task``, ``model``, ``target``, ``reached`` (whether the validation accuracy met
-    the target at the last ``epochs_at_target`` epochs), ``seconds`` (training and the
-    per-epoch evaluations, after the data are built), ``epochs`` and ``score``: the test
-    accuracy.
-    """
-    recipe = DigitsRecipe()
-    device = device or get_device()
-    splits = load_digit_splits(seed)
-    torch.manual_seed(seed)
-    model = recipe.make_vit().to(device)
-    accuracies: list[float] = []  # on the validation split, one per epoch
-
-    def at_target(metrics: dict[str, float] | None = None) -> bool:
-        """Whether the last ``epochs_at_target`` validation accuracies all met the target."""
-        accuracies.extend([metrics["accuracy"]] if metrics else [])
-        last = accuracies[-recipe.epochs_at_target :]
-        return len(last) == recipe.epochs_at_target and min(last) >= recipe.target
-
-    start = time.perf_counter()
-    history = train_classifier(
-        model,
-        splits.train,
-        num_epochs=recipe.num_epochs,
-        batch_size=recipe.batch_size,
-        lr=recipe.lr,
-        seed=seed,
-        weight_decay=recipe.weight_decay,
-        evaluate=lambda m: {"accuracy": classification_accuracy(m, splits.val)},
-        stop_when=at_target,
-        device=device,
-    )
-    seconds = time.perf_counter() - start
-    return {
-        "task": f"digits 8x8, {len(splits.train.labels)} training images",
-        "model": f"ViT, {recipe.patch_size}x{recipe.patch_size} patches, "
-        f"{recipe.num_hiddens} wide, {recipe.num_blks} blocks",
-        "target": f"validation accuracy >= {recipe.target}, {recipe.epochs_at_target} epochs "
-        "in a row",
-        "reached": at_target(),
-        "seconds": seconds,
-        "epochs": len(history["epoch"]),
-        "score": classification_accuracy(model, splits.test),
-    }

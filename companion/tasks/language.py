@@ -34,6 +34,8 @@ The invented side on its own is the language-model chapter's corpus (sec-languag
 :func:`invented_sentences` draws it, :func:`is_sentence` recognises it, and, because the
 generator is code, :func:`sentence_log_prob` and :func:`language_entropy` give each sentence's
 exact probability and the entropy per token, the floor of any model's cross-entropy.
+The module ends with the arrays a language model trains on: :func:`language_model_vocab`,
+:func:`lm_arrays` and, for generated tokens, :func:`to_sentences`.
 """
 
 from __future__ import annotations
@@ -43,9 +45,13 @@ import hashlib
 import itertools
 import math
 import random
+from collections.abc import Sequence
 from typing import NamedTuple
 
+import torch
+
 from companion.tasks.splits import Pair, Splits, make_splits
+from companion.text import Vocab
 
 NOUNS = """
 cat dog bird horse cow pig goat duck frog snake lion tiger bear fox rabbit rat owl eagle hawk
@@ -528,3 +534,52 @@ def language_entropy(max_words: int = 12) -> LanguageEntropy:
         target_length = sum(2 + k for k in shape.adjective_counts) + 1 + shape.negated
         tokens += p * (target_length + shape.has_pp + 1)  # + postposition, + <eos>
     return LanguageEntropy(entropy, tokens, entropy / tokens)
+
+
+# ---------------------------------------------------------------------------------------------
+# Arrays for a language model (sec-language-models).
+
+PAD_INDEX = 0  # <pad> in every Vocab: its labels carry no loss
+NUM_STEPS = 13  # <bos> and at most 12 words in; at most 12 words and <eos> out
+
+
+def language_model_vocab() -> Vocab:
+    """``<pad> <bos> <eos> <unk>``, then every word of the invented language (523 in all), so
+    no sentence ever meets ``<unk>``, whichever sentences the training set happens to hold."""
+    return Vocab(reserved_tokens=invented_words())
+
+
+def lm_arrays(
+    sentences: Sequence[Sequence[str]], vocab: Vocab, num_steps: int = NUM_STEPS
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs and labels for next-token prediction, each ``(num_sentences, num_steps)``:
+
+        inputs  <bos> w_1 ... w_n  <pad> ...
+        labels  w_1  ...  w_n <eos> <pad> ...
+
+    Label ``t`` is the token after inputs ``0..t``. A sentence longer than ``num_steps - 1``
+    words is a ``ValueError``, never cut silently.
+    """
+    rows = []
+    for sentence in sentences:
+        if len(sentence) + 1 > num_steps:
+            raise ValueError(
+                f"a sentence of {len(sentence)} words needs num_steps >= "
+                f"{len(sentence) + 1}; got num_steps={num_steps}"
+            )
+        ids = [vocab.bos, *vocab[list(sentence)], vocab.eos]
+        rows.append(ids + [vocab.pad] * (num_steps + 1 - len(ids)))
+    sequences = torch.tensor(rows, dtype=torch.long)  # (num_sentences, num_steps + 1)
+    inputs = sequences[:, :-1].masked_fill(sequences[:, :-1] == vocab.eos, vocab.pad)
+    return inputs, sequences[:, 1:]  # <eos> is only ever a label
+
+
+def to_sentences(tokens: torch.Tensor, vocab: Vocab) -> list[list[str]]:
+    """The words of each generated row ``(batch, steps)``: a leading ``<bos>`` dropped, cut
+    before the first ``<eos>``. A row that never emitted ``<eos>`` keeps all its tokens (with
+    ``NUM_STEPS`` new tokens that is 13 words, longer than any sentence of the language)."""
+    sentences = []
+    for row in tokens.tolist():
+        row = row[1:] if row and row[0] == vocab.bos else row
+        sentences.append(vocab.to_tokens(row[: row.index(vocab.eos)] if vocab.eos in row else row))
+    return sentences

@@ -14,6 +14,12 @@ recipe                 model                                        target (held
 :func:`run_recipe` generates the data, trains with :func:`companion.train.train_seq2seq`,
 stops once the validation score reaches the target, and reports the test score, measured on
 sources never seen in training. ``python -m companion.bench train`` times all three.
+
+The models of "Transformers today" each have a recipe module, whose ``time_to_quality(seed,
+device)`` trains the model from scratch until a stated target and returns a
+:class:`TimeToQuality`: :mod:`companion.recipes.gpt` (sec-language-models),
+:mod:`companion.recipes.llama` (the GPT recipe with the Llama-style model, sec-modern-decoder),
+:mod:`companion.recipes.bert` (sec-pretraining) and :mod:`companion.recipes.vit` (sec-vit).
 """
 
 from __future__ import annotations
@@ -78,6 +84,20 @@ class RecipeResult:
     seconds: float  # training time, evaluation included
     reached_target: bool
     test_scores: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TimeToQuality:
+    """What a model recipe's ``time_to_quality`` measured: one row of ``python -m
+    companion.bench train``."""
+
+    task: str  # the data it trained on
+    model: str  # the model, with its size
+    target: str  # the validation score it trained towards
+    reached: bool  # whether validation met the target
+    seconds: float  # training time, evaluation included, data generation excluded
+    epochs: int
+    score: float  # on the test split, which neither training nor stopping saw
 
 
 def make_splits(recipe: Recipe, seed: int) -> Splits:
