@@ -115,7 +115,7 @@ def train_and_score(name: str, seed: int, device: torch.device) -> dict[str, Any
     }
 
 
-def load_results(path: Path = RESULTS) -> dict[str, Any]:
+def load_comparison_results(path: Path = RESULTS) -> dict[str, Any]:
     """The results of ``python -m companion.bench rnn`` (by default the committed ones)."""
     if not path.exists():
         raise FileNotFoundError(f"no results at {path}: run `python -m companion.bench rnn`")

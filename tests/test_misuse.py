@@ -15,8 +15,9 @@ from companion.bert import BERTClassifier, mask_tokens
 from companion.decoder import DecoderLM, llama_config
 from companion.kv_cache import KVCache
 from companion.pretrain import accuracy
+from companion.recipes.vit import classification_accuracy
 from companion.sampling import sample_next
-from companion.tasks.digits import ImageSet, classification_accuracy
+from companion.tasks.digits import ImageSet
 from companion.train import cross_entropy_per_token, fit
 from companion.transformer import DecoderCache
 

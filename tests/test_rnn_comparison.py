@@ -11,7 +11,7 @@ import companion.rnn_comparison as comparison
 
 
 def test_the_committed_results_hold_every_model_and_seed_of_the_current_setting():
-    results = comparison.load_results()
+    results = comparison.load_comparison_results()
     assert results["settings"] == comparison.SETTINGS
     assert results["benchmark"] == "python -m companion.bench rnn"
     for name in comparison.MODELS:

@@ -13,13 +13,8 @@ from torch import nn
 
 from companion.attention import record_attention
 from companion.cnn import SmallCNN
-from companion.tasks.digits import (
-    DigitsRecipe,
-    ImageSet,
-    classification_accuracy,
-    digit_splits,
-    stratified_subset,
-)
+from companion.recipes.vit import DigitsRecipe, classification_accuracy
+from companion.tasks.digits import ImageSet, digit_splits, stratified_subset
 from companion.vit import PatchEmbedding, ViT, ViTBlock, ViTMLP, mean_attention_distance
 
 

@@ -1,6 +1,5 @@
-"""Handwritten digits for the Vision Transformer (sec-vit): splits, accuracy, and the chapter's
-training settings (:class:`DigitsRecipe`) and loop (:func:`train_classifier`). The timed
-recipe is :func:`companion.recipes.vit.time_to_quality`.
+"""Handwritten digits for the Vision Transformer (sec-vit): the images and their splits. The
+chapter's training settings, loop and accuracy are in :mod:`companion.recipes.vit`.
 
 The images are scikit-learn's 1,797 handwritten digits (``sklearn.datasets.load_digits``:
 8x8 pixels, one channel, integer values 0 to 16, shipped inside the package). companion does
@@ -10,17 +9,10 @@ Only :func:`load_digit_splits` imports it, when called.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 import torch
-from torch import nn
-from torch.nn import functional as F
-
-from companion.text import batches
-from companion.train import eval_mode, fit
 
 MAX_PIXEL = 16  # the digits' pixel values are integers 0..16
 
@@ -95,84 +87,6 @@ def stratified_subset(data: ImageSet, fraction: float, seed: int = 0) -> ImageSe
         rows = torch.nonzero(data.labels == label).squeeze(1)
         keep[rows[: max(1, round(fraction * len(rows)))]] = True
     return ImageSet(data.images[keep], data.labels[keep])
-
-
-@torch.no_grad()
-def classification_accuracy(model: nn.Module, data: ImageSet, batch_size: int = 512) -> float:
-    """The fraction of ``data`` that ``model`` (images to logits) classifies correctly."""
-    device = next(model.parameters()).device
-    correct = torch.zeros((), dtype=torch.long, device=device)
-    with eval_mode(model):
-        for start in range(0, len(data.labels), batch_size):
-            X = data.images[start : start + batch_size].to(device)
-            y = data.labels[start : start + batch_size].to(device)
-            correct += (model(X).argmax(dim=-1) == y).sum()
-    return correct.item() / len(data.labels)
-
-
-def classification_loss(model: nn.Module, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
-    """Cross-entropy of ``model(images)`` against the labels: :func:`fit`'s ``loss_fn``."""
-    images, labels = batch
-    return F.cross_entropy(model(images), labels)
-
-
-@dataclass(frozen=True)
-class DigitsRecipe:
-    """The settings that train the chapter's ViT on the digits (sec-vit)."""
-
-    patch_size: int = 2
-    num_hiddens: int = 32
-    mlp_num_hiddens: int = 64
-    num_heads: int = 4
-    num_blks: int = 2
-    dropout: float = 0.0
-    num_epochs: int = 40
-    batch_size: int = 128
-    lr: float = 1e-2
-    weight_decay: float = 0.01
-    target: float = 0.95
-    epochs_at_target: int = 3  # recipes.vit stops after this many in a row on validation
-
-    def make_vit(self, img_size: int = 8, in_channels: int = 1) -> nn.Module:
-        """The chapter's ViT, freshly initialised from torch's global generator."""
-        from companion.vit import ViT
-
-        return ViT(
-            img_size,
-            self.patch_size,
-            self.num_hiddens,
-            self.mlp_num_hiddens,
-            self.num_heads,
-            self.num_blks,
-            self.dropout,
-            self.dropout,
-            in_channels=in_channels,
-        )
-
-
-def train_classifier(
-    model: nn.Module,
-    data: ImageSet,
-    *,
-    num_epochs: int,
-    batch_size: int,
-    lr: float,
-    seed: int = 0,
-    evaluate: Callable[[nn.Module], dict[str, float]] | None = None,
-    **options: Any,
-) -> dict[str, list[Any]]:
-    """Train an image classifier with :func:`companion.train.fit` and the cross-entropy loss,
-    on batches shuffled by a generator seeded with ``seed``. ``options`` are ``fit``'s."""
-    generator = torch.Generator().manual_seed(seed)
-    return fit(
-        model,
-        lambda: batches(tuple(data), batch_size, generator=generator),
-        classification_loss,
-        num_epochs=num_epochs,
-        lr=lr,
-        evaluate=evaluate,
-        **options,
-    )
 
 
 def load_digit_splits(seed: int = 0) -> DigitSplits:
