@@ -11,10 +11,10 @@ field         GPT-2 (2019)            Llama, Mistral (2023-)
 ``window``    ``None``                ``None`` (Mistral: 4096)
 ============  ======================  =========================
 
-Both are pre-norm. Submodule names are those of :class:`companion.lm.GPT` (``token_embedding``,
-``pos_embedding``, ``blks``, each with ``ln1``, ``attention``, ``ln2``, ``mlp``, then ``ln``),
-so a GPT state dict loads into ``DecoderLM(gpt2_config(...))`` unchanged; ``ln*`` are RMSNorms
-when ``norm="rms"``.
+Both stack :class:`companion.transformer.PreNormBlock`, the ViT's block too.
+:class:`companion.lm.GPT` is this model in GPT-2's configuration. The submodules are
+``token_embedding``, ``pos_embedding``, ``blks`` (each with ``ln1``, ``attention``, ``ln2`` and
+``mlp``), then ``ln``; the ``ln*`` are RMSNorms when ``norm="rms"``.
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def build_block(config: DecoderConfig) -> PreNormBlock:
 class DecoderLM(nn.Module):
     """A decoder-only language model built from a :class:`DecoderConfig` (sec-modern-decoder):
 
-        H_0 = E[x] (+ positions),   H_l = DecoderBlock_l(H_{l-1}),   logits = Norm(H_L) W_out
+        H_0 = E[x] (+ positions),   H_l = PreNormBlock_l(H_{l-1}),   logits = Norm(H_L) W_out
 
     with ``W_out = E^T`` when ``tie_weights``. ``X`` of shape ``(batch, steps)`` holds token ids;
     the output holds ``(batch, steps, vocab_size)`` logits. ``caches`` (from
