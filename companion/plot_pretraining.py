@@ -123,3 +123,32 @@ def plot_scaling_laws(
     right.legend(fontsize=8)
     fig.tight_layout()
     _finish(fig, path)
+
+
+def plot_scaling_measurement(
+    results: Mapping,
+    figsize: tuple[float, float] = (4.5, 3.0),
+    *,
+    path: str | Path | None = None,
+) -> None:
+    """The gap to the entropy floor against the non-embedding parameters N, on log scales, one
+    line per budget of training sentences: the mean over seeds, with a band from the lowest to
+    the highest seed (``python -m companion.bench scaling``'s results, sec-pretraining)."""
+    fig, axes = plt.subplots(figsize=figsize)
+    widths = results["settings"]["widths"]
+    params = [results["parameters"][str(w)] for w in widths]
+    batch_size = results["settings"]["batch_size"]
+    for steps, color in zip(results["settings"]["steps"], ("C0", "C3")):
+        gaps = [results["gaps"][str(steps)][str(w)] for w in widths]
+        axes.plot(params, [float(np.mean(g)) for g in gaps], "o-", color=color,
+                  label=f"{steps * batch_size:,} training sentences")
+        axes.fill_between(params, [min(g) for g in gaps], [max(g) for g in gaps],
+                          color=color, alpha=0.2)
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel("non-embedding parameters N")
+    axes.set_ylabel("gap to the floor (nats/token)")
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(fontsize=8)
+    fig.tight_layout()
+    _finish(fig, path)

@@ -10,6 +10,9 @@
 - ``ablation``: the gap to the entropy floor of the GPT-2 block, each modern change and all of
   them, at equal parameters and steps; writes ``companion/results/ablation.json``
   (:mod:`companion.bench.ablation`, over :mod:`companion.ablation`).
+- ``scaling``: the gap to the entropy floor of decoders of five widths, each trained with two
+  budgets of data, over seeds; writes ``companion/results/scaling.json``
+  (:mod:`companion.bench.scaling`, over :mod:`companion.scaling`).
 - ``rnn``: the Transformer and the GRU encoder-decoder with Bahdanau attention, trained alike
   over seeds on the reordering task; writes ``companion/results/rnn_comparison.json``
   (:mod:`companion.bench.rnn`, over :mod:`companion.rnn_comparison`).
@@ -25,7 +28,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
-from companion.bench import ablation, attention, decode, length, rnn, tokenizer, train
+from companion.bench import ablation, attention, decode, length, rnn, scaling, tokenizer, train
 
 BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
     "attention": attention.main,
@@ -35,6 +38,7 @@ BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
     "ablation": ablation.main,
     "length": length.main,
     "rnn": rnn.main,
+    "scaling": scaling.main,
 }
 DEFAULT = "attention"
 
