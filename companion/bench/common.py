@@ -62,17 +62,23 @@ def write_results(results: dict[str, Any], path: Path, benchmark: str) -> None:
         log(f"[{benchmark}] wrote {path}")
 
 
-def seeded_parser(
-    benchmark: str, description: str, *, steps: int, batch_size: int, output: Path
-) -> argparse.ArgumentParser:
-    """The options of a benchmark that trains over seeds and writes a results file."""
+def results_parser(benchmark: str, description: str, *, output: Path) -> argparse.ArgumentParser:
+    """The options of a benchmark that runs over seeds and writes a results file."""
     parser = argparse.ArgumentParser(
         prog=f"python -m companion.bench {benchmark}", description=description
     )
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--output", type=Path, default=output, help="'-' writes no file")
+    return parser
+
+
+def seeded_parser(
+    benchmark: str, description: str, *, steps: int, batch_size: int, output: Path
+) -> argparse.ArgumentParser:
+    """:func:`results_parser` with the number of steps and the batch size of each run."""
+    parser = results_parser(benchmark, description, output=output)
     parser.add_argument("--steps", type=int, default=steps)
     parser.add_argument("--batch-size", type=int, default=batch_size)
-    parser.add_argument("--output", type=Path, default=output, help="'-' writes no file")
     return parser
 
 

@@ -5,10 +5,8 @@ companion/results/rnn_comparison.json, which the chapter reads."""
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from companion.bench import common
@@ -20,13 +18,8 @@ COLUMNS = ("loss", "bleu", "standard_bleu", "exact_match", "seconds")
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m companion.bench rnn",
-        description="The Transformer against the Bahdanau model on the reordering task.",
-    )
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--output", type=Path, default=RESULTS, help="'-' writes no file")
-    args = parser.parse_args(list(argv))
+    description = "The Transformer against the Bahdanau model on the reordering task."
+    args = common.results_parser("rnn", description, output=RESULTS).parse_args(list(argv))
 
     device = get_device()
     threads = use_threads(device)

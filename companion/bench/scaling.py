@@ -5,11 +5,9 @@ companion/results/scaling.json, which the chapter plots."""
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from companion.bench import common
@@ -28,13 +26,8 @@ from companion.tasks.language import language_model_vocab
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m companion.bench scaling",
-        description="Gap to the entropy floor by width and amount of data.",
-    )
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--output", type=Path, default=RESULTS, help="'-' writes no file")
-    args = parser.parse_args(list(argv))
+    description = "Gap to the entropy floor by width and amount of data."
+    args = common.results_parser("scaling", description, output=RESULTS).parse_args(list(argv))
 
     device = get_device()
     threads = use_threads(device)
