@@ -108,7 +108,7 @@ def check(run: tuple[Path, int]) -> dict:
                 }
             )
     return {
-        "notebook": path.relative_to(ROOT).as_posix(),
+        "notebook": path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path),
         "seed_offset": offset,
         "seconds": round(seconds, 1),
         "errors": errors,
