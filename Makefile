@@ -65,8 +65,14 @@ student: $(STAMP)
 nbgrader: $(STAMP)
 	$(BIN)/python -m tools.nbgrader --out _build/nbgrader
 
-test: $(STAMP) student
-	$(BIN)/python -m pytest -v
+# Two workers (pytest-xdist): each notebook and each test module on one of them; the
+# Transformer chapter runs alone (conftest.py). Each kernel still runs with the pinned threads
+# above, so every printed number is the one a single process prints. TEST_WORKERS=0 runs
+# everything in one process. The unit tests build the student edition they check themselves
+# (tests/test_student.py).
+TEST_WORKERS ?= 2
+test: $(STAMP)
+	$(BIN)/python -m pytest -v -n $(TEST_WORKERS) --dist loadscope
 
 # Another CPU's float arithmetic on this one: torch's generic kernels and MKL's compatible path
 # sum in another order, as another vendor's CPU does. Every notebook must still pass nbval:
@@ -74,7 +80,8 @@ test: $(STAMP) student
 # budget is reported, not enforced, since this path is slower.
 FOREIGN_NUMERICS := ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE
 test-foreign: $(STAMP)
-	$(FOREIGN_NUMERICS) COMPANION_TIME_BUDGET=report $(BIN)/python -m pytest book -v
+	$(FOREIGN_NUMERICS) COMPANION_TIME_BUDGET=report $(BIN)/python -m pytest book -v \
+	    -n $(TEST_WORKERS) --dist loadscope
 
 # The spread of every trained claim over three seeds, the foreign and the AVX-512 numerics, into
 # book/claims.json (the status page's table; tests/test_claims.py checks it against the code).

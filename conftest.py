@@ -9,8 +9,12 @@ tests under tests/.
 
 from __future__ import annotations
 
+import fcntl
 import os
+import tempfile
 from collections import defaultdict
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,6 +31,11 @@ _notebook_seconds: dict[str, float] = defaultdict(float)
 _notebook_failed: set[str] = set()
 
 
+def notebook_path(nodeid: str) -> str | None:
+    path = nodeid.split("::")[0]
+    return path if path.endswith(".ipynb") else None
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A cell tagged ``trained`` prints results of training, which differ between CPUs and
     seeds: nbval runs it (its ``claim`` calls must hold) but does not compare its output."""
@@ -34,6 +43,75 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         cell = getattr(item, "cell", None)
         if cell is not None and TRAINED_TAG in cell.get("metadata", {}).get("tags", []):
             item.options["check"] = False
+
+
+# `make test` runs two pytest-xdist workers (--dist loadscope: each notebook, and each test
+# module, stays on one worker). A notebook's kernel keeps about one core busy and the second
+# only now and then, so two workers finish the suite in about two thirds of the time. A notebook
+# beside other work slows down, though (the Transformer chapter from about 36 s to 45-50 s),
+# and that chapter's budget is the tightest: it runs alone. The other worker finishes the test
+# it is running, then waits, outside the timed phases, until the chapter is done.
+RUNS_ALONE = {"book/transformer.ipynb"}
+
+
+class _Alone:
+    """Two file locks that the workers of one run share. ``gate``: held exclusively from
+    when a notebook of RUNS_ALONE is next until it is done; no other test starts meanwhile.
+    ``busy``: every other test holds it shared while it runs; the notebook takes it
+    exclusively, so it starts once the test in flight has ended."""
+
+    def __init__(self, folder: Path | None = None) -> None:
+        run = os.environ.get("PYTEST_XDIST_TESTRUNUID")  # the same on every worker of a run
+        folder = folder or Path(tempfile.gettempdir())
+        self.gate, self.busy = (
+            (None, None)
+            if run is None
+            else (open(folder / f"companion-tests-{run}.{name}", "a+") for name in ("gate", "busy"))
+        )
+        self.alone = False  # this worker runs a notebook of RUNS_ALONE
+
+    def before(self, item: pytest.Item) -> None:
+        if self.gate is None or self.alone:
+            return
+        if notebook_path(item.nodeid) in RUNS_ALONE:
+            fcntl.flock(self.gate, fcntl.LOCK_EX)
+            fcntl.flock(self.busy, fcntl.LOCK_EX)
+            self.alone = True
+        else:
+            fcntl.flock(self.gate, fcntl.LOCK_SH)  # waits while the gate is closed
+            fcntl.flock(self.gate, fcntl.LOCK_UN)
+            fcntl.flock(self.busy, fcntl.LOCK_SH)
+
+    def after(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
+        if self.gate is None:
+            return
+        if not self.alone:
+            fcntl.flock(self.busy, fcntl.LOCK_UN)
+        elif nextitem is None or notebook_path(nextitem.nodeid) != notebook_path(item.nodeid):
+            fcntl.flock(self.busy, fcntl.LOCK_UN)
+            fcntl.flock(self.gate, fcntl.LOCK_UN)
+            self.alone = False
+
+    def close(self) -> None:
+        for lock in (self.gate, self.busy):
+            if lock is not None:
+                lock.close()  # releases what it holds
+
+
+_alone = _Alone()
+
+
+def pytest_unconfigure() -> None:
+    _alone.close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    _alone.before(item)
+    try:
+        return (yield)
+    finally:
+        _alone.after(item, nextitem)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

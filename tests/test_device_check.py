@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 import nbformat
 
+from companion.claims import LOG_VARIABLE
 from tools.device_check import check, compared, printed
 
 SOURCES = [
@@ -32,11 +35,13 @@ def test_printed_sanitises_addresses_and_compared_skips_setup_trained_and_timing
     assert [compared(cell) for cell in book.cells] == [False, True, False, True, False, True]
 
 
-def test_a_run_reports_errors_stderr_claims_measurements_and_changed_outputs(tmp_path):
+def test_a_run_reports_errors_stderr_claims_measurements_and_changed_outputs(tmp_path, monkeypatch):
+    monkeypatch.delenv(LOG_VARIABLE, raising=False)
     path = tmp_path / "demo.ipynb"
     # Cell 1 was committed with other digits, cell 5 exactly as it prints.
     nbformat.write(notebook({1: "True 0.3333\n", 5: "after the error\n"}), path)
     report = check((path, 0))
+    assert LOG_VARIABLE not in os.environ, "the claims log is this run's alone"
     assert [claim["held"] for claim in report["claims"]] == [True, False]
     assert report["claims_failed"] == ["a third is above a half"]
     assert report["errors"] == [

@@ -61,7 +61,7 @@ def run_make(target: str, environment: dict[str, str]) -> None:
     if target == "book":
         assert "jupyter-book build . -W" in done.stdout
     if target == "test":
-        assert "-m pytest" in done.stdout and "-m tools.student" in done.stdout
+        assert "-m pytest" in done.stdout and "--dist loadscope" in done.stdout
 
 
 def run_jupyter_lab(environment: dict[str, str], tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """The student edition (tools/student.py): stubs, removed solutions, untouched cells, errors.
 
-The last tests read ``_build/student``, which ``make student`` writes (``make test`` runs it
-first).
+The last tests read the student edition that ``make student`` writes, built once for them
+into a temporary folder (the ``student`` fixture), so they never read a stale build.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import io
 import json
 import math
 import re
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -35,7 +37,6 @@ from tools.student import (
 from tools.toc import toc_notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
-STUDENT = ROOT / "_build" / "student"
 NOTEBOOKS = toc_notebooks(ROOT)
 STUB = "\n".join(CODE_STUB)
 
@@ -311,50 +312,62 @@ def test_the_leak_detector_sees_solutions_where_they_are():
     assert _leaks(page, markup=True) == [" ".join(sentence)]
 
 
-def _student_files(folder: str, suffixes: tuple[str, ...]) -> list[Path]:
-    base = STUDENT / folder
-    assert base.is_dir(), f"{base} is missing: run `make student` first"
+@pytest.fixture(scope="module")
+def student(tmp_path_factory) -> Path:
+    """The student edition, written as ``make student`` writes it: notebooks/ and html/."""
+    out = tmp_path_factory.mktemp("student")
+    built = subprocess.run(
+        [sys.executable, "-m", "tools.student", "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True,
+    )
+    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
+    return out
+
+
+def _student_files(student: Path, folder: str, suffixes: tuple[str, ...]) -> list[Path]:
+    base = student / folder
+    assert base.is_dir(), f"{base} is missing"
     return [p for p in sorted(base.rglob("*")) if p.is_file() and p.suffix in suffixes]
 
 
-def test_student_notebooks_on_disk_are_the_stripped_sources():
-    written = _student_files("notebooks", (".ipynb",))
+def test_student_notebooks_on_disk_are_the_stripped_sources(student):
+    written = _student_files(student, "notebooks", (".ipynb",))
     assert [path.name for path in written] == sorted(path.name for path in NOTEBOOKS)
     for path in NOTEBOOKS:
         expected = strip_notebook(nbformat.read(path, as_version=4), path.name)
-        assert nbformat.read(STUDENT / "notebooks" / path.name, as_version=4) == expected
+        assert nbformat.read(student / "notebooks" / path.name, as_version=4) == expected
 
 
 @pytest.mark.parametrize("folder", ["notebooks", "html"])
-def test_no_solution_text_survives_in_the_student_edition(folder):
-    files = _student_files(folder, (".ipynb", ".html", ".js", ".txt", ".md", ".json"))
+def test_no_solution_text_survives_in_the_student_edition(student, folder):
+    files = _student_files(student, folder, (".ipynb", ".html", ".js", ".txt", ".md", ".json"))
     pages = [path for path in files if path.suffix == ".html"]
     if folder == "html":
         chapters = {path.stem for path in NOTEBOOKS}
         assert chapters <= {page.stem for page in pages}, "every chapter page is built"
-        assert len(_student_files("html/_sources", (".ipynb",))) == len(NOTEBOOKS)
+        assert len(_student_files(student, "html/_sources", (".ipynb",))) == len(NOTEBOOKS)
     leaks = {
-        str(path.relative_to(STUDENT)): _leaks(path.read_text(), markup=path.suffix == ".html")
+        str(path.relative_to(student)): _leaks(path.read_text(), markup=path.suffix == ".html")
         for path in files
     }
     assert {path: found for path, found in leaks.items() if found} == {}
 
 
-def test_student_site_hides_solutions_and_has_no_launch_buttons_into_the_solutions():
+def test_student_site_hides_solutions_and_has_no_launch_buttons_into_the_solutions(student):
     config = student_config({"title": "T", "launch_buttons": {"colab_url": "x"}}, None)
     assert config["sphinx"]["config"]["hide_solutions"] is True
     assert config["launch_buttons"] == {}
     published = student_config({"repository": {"url": "a"}}, "https://github.com/u/students")
     assert published["repository"]["url"] == "https://github.com/u/students"
-    page = (STUDENT / "html" / "book" / "attention-pooling.html").read_text()
+    page = (student / "html" / "book" / "attention-pooling.html").read_text()
     assert "colab.research.google.com" not in page
     assert "# YOUR CODE HERE" in html.unescape(re.sub(r"<[^>]+>", "", page))
 
 
-def test_student_site_leaves_out_the_instructor_guide():
-    assert not (STUDENT / "html" / "book" / "instructor-guide.html").exists()
+def test_student_site_leaves_out_the_instructor_guide(student):
+    assert not (student / "html" / "book" / "instructor-guide.html").exists()
     assert (ROOT / "book" / "instructor-guide.md").exists(), "the full book keeps it"
-    index = (STUDENT / "html" / "book" / "exercises-how-to.html").read_text()
+    index = (student / "html" / "book" / "exercises-how-to.html").read_text()
     assert "instructor-guide" not in index
 
 
@@ -525,17 +538,17 @@ def test_what_stripping_changes_is_found():
 
 
 @pytest.mark.parametrize("path", _notebooks_to_run(), ids=lambda path: path.stem)
-def test_student_notebook_runs_to_its_end_and_says_what_is_not_implemented(path):
+def test_student_notebook_runs_to_its_end_and_says_what_is_not_implemented(student, path):
     """Run all, nothing solved: no cell raises, and every exercise with code says
     "not implemented yet" (its own stub, or its checker about the function's stub)."""
     from nbclient import NotebookClient
 
-    student = _student_files("notebooks", (".ipynb",))
-    notebook = nbformat.read(STUDENT / "notebooks" / path.name, as_version=4)
-    assert STUDENT / "notebooks" / path.name in student
+    written = _student_files(student, "notebooks", (".ipynb",))
+    notebook = nbformat.read(student / "notebooks" / path.name, as_version=4)
+    assert student / "notebooks" / path.name in written
     NotebookClient(
         notebook, timeout=300, kernel_name="python3",
-        resources={"metadata": {"path": str(STUDENT / "notebooks")}},
+        resources={"metadata": {"path": str(student / "notebooks")}},
     ).execute()  # raises CellExecutionError at the first cell that raises
     printed = {
         cell.get("id"): "".join(o.get("text", "") for o in cell.get("outputs", []))

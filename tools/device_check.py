@@ -81,10 +81,17 @@ def check(run: tuple[Path, int]) -> dict:
         notebook.cells.insert(position, shift)
     with tempfile.TemporaryDirectory() as folder:
         log = Path(folder) / "claims.jsonl"
+        before = os.environ.get(LOG_VARIABLE)
         os.environ[LOG_VARIABLE] = str(log)  # the kernel inherits it
-        start = time.perf_counter()
-        run_notebook(notebook, path.parent, allow_errors=True)
-        seconds = time.perf_counter() - start
+        try:
+            start = time.perf_counter()
+            run_notebook(notebook, path.parent, allow_errors=True)
+            seconds = time.perf_counter() - start
+        finally:  # a caller's later kernels must not log into a removed folder
+            if before is None:
+                del os.environ[LOG_VARIABLE]
+            else:
+                os.environ[LOG_VARIABLE] = before
         claims = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
     if offset:
         notebook.cells.pop(position)
