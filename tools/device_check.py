@@ -31,7 +31,7 @@ import nbformat
 
 from companion.claims import LOG_VARIABLE, TRAINED_TAG
 from tools import toc
-from tools.claims import SEED_SHIFT_CELL
+from tools.claims import SEED_SHIFT_CELL, output_text
 from tools.notebooks import IGNORE_OUTPUT_MARKER, run_notebook
 from tools.record import ROOT, run_environment
 
@@ -42,15 +42,12 @@ SHOWN_CHARS = 600  # of each differing output, enough to see which digits moved
 
 def printed(cell) -> str:
     """What a code cell shows as text: its streams, plain-text results and errors."""
-    parts = []
-    for output in cell.get("outputs", []):
-        if output.output_type == "stream":
-            parts.append(output.text)
-        elif output.output_type in ("execute_result", "display_data"):
-            parts.append(output.get("data", {}).get("text/plain", ""))
-        elif output.output_type == "error":
-            parts.append(f"{output.ename}: {output.evalue}")
-    return ADDRESS.sub("0xADDRESS", "".join(parts))
+    errors = [
+        f"{output.ename}: {output.evalue}"
+        for output in cell.get("outputs", [])
+        if output.output_type == "error"
+    ]
+    return ADDRESS.sub("0xADDRESS", "\n".join([output_text(cell), *errors]))
 
 
 def measures(cell) -> bool:
