@@ -96,6 +96,7 @@ class _Alone:
         for lock in (self.gate, self.busy):
             if lock is not None:
                 lock.close()  # releases what it holds
+                Path(lock.name).unlink(missing_ok=True)  # both workers opened it at start
 
 
 _alone = _Alone()
@@ -115,8 +116,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    path = report.nodeid.split("::")[0]
-    if path.endswith(".ipynb"):
+    path = notebook_path(report.nodeid)
+    if path is not None:
         _notebook_seconds[path] += report.duration  # setup (kernel start) + each cell
         if report.failed:
             _notebook_failed.add(path)
