@@ -31,11 +31,10 @@ import nbformat
 
 from companion.claims import LOG_VARIABLE, TRAINED_TAG
 from tools import toc
-from tools.claims import SEED_SHIFT_CELL, output_text
+from tools.claims import SEED_SHIFT_CELL, SETUP_CELL_TAG, output_text
 from tools.notebooks import IGNORE_OUTPUT_MARKER, run_notebook
 from tools.record import ROOT, run_environment
 
-SETUP_CELL_TAG = "remove-cell"
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,16}")  # tests/sanitize.cfg's one rule
 SHOWN_CHARS = 600  # of each differing output, enough to see which digits moved
 
