@@ -23,6 +23,8 @@ from companion.device import cpu_name
 from tools.record import (
     FAIL_FACTOR,
     NOTEBOOK_BUDGET_S,
+    RUNS_ALONE,
+    WAIT_POLICY,
     fails_budget,
     over_budget,
 )
@@ -49,16 +51,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # module, stays on one worker). A notebook's kernel keeps about one core busy and the second
 # only now and then, so two workers finish the suite in about two thirds of the time. A notebook
 # beside other work slows down, though (the Transformer chapter from about 36 s to 45-50 s),
-# and that chapter's budget is the tightest: it runs alone. The other worker finishes the test
-# it is running, then waits, outside the timed phases, until the chapter is done.
-RUNS_ALONE = {"book/transformer.ipynb"}
+# and that chapter's budget is the tightest: it runs alone (tools.record.RUNS_ALONE). The other
+# worker finishes the test it is running, then waits, outside the timed phases, until the
+# chapter is done. Alone, its kernel starts without the pins' OMP_WAIT_POLICY (see there).
 
 
 class _Alone:
     """Two file locks that the workers of one run share. ``gate``: held exclusively from
     when a notebook of RUNS_ALONE is next until it is done; no other test starts meanwhile.
     ``busy``: every other test holds it shared while it runs; the notebook takes it
-    exclusively, so it starts once the test in flight has ended."""
+    exclusively, so it starts once the test in flight has ended. Outside a parallel run there
+    are no locks, but the notebook's kernel still starts without WAIT_POLICY: nbval starts it
+    from ``os.environ`` when the notebook's first cell is set up, after :meth:`before`."""
 
     def __init__(self, folder: Path | None = None) -> None:
         run = os.environ.get("PYTEST_XDIST_TESTRUNUID")  # the same on every worker of a run
@@ -69,27 +73,32 @@ class _Alone:
             else (open(folder / f"companion-tests-{run}.{name}", "a+") for name in ("gate", "busy"))
         )
         self.alone = False  # this worker runs a notebook of RUNS_ALONE
+        self.wait_policy: str | None = None  # the pins' value, set back when it is done
 
     def before(self, item: pytest.Item) -> None:
-        if self.gate is None or self.alone:
+        if self.alone:
             return
         if notebook_path(item.nodeid) in RUNS_ALONE:
-            fcntl.flock(self.gate, fcntl.LOCK_EX)
-            fcntl.flock(self.busy, fcntl.LOCK_EX)
+            if self.gate is not None:
+                fcntl.flock(self.gate, fcntl.LOCK_EX)
+                fcntl.flock(self.busy, fcntl.LOCK_EX)
             self.alone = True
-        else:
+            self.wait_policy = os.environ.pop(WAIT_POLICY, None)
+        elif self.gate is not None:
             fcntl.flock(self.gate, fcntl.LOCK_SH)  # waits while the gate is closed
             fcntl.flock(self.gate, fcntl.LOCK_UN)
             fcntl.flock(self.busy, fcntl.LOCK_SH)
 
     def after(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
-        if self.gate is None:
-            return
         if not self.alone:
-            fcntl.flock(self.busy, fcntl.LOCK_UN)
+            if self.gate is not None:
+                fcntl.flock(self.busy, fcntl.LOCK_UN)
         elif nextitem is None or notebook_path(nextitem.nodeid) != notebook_path(item.nodeid):
-            fcntl.flock(self.busy, fcntl.LOCK_UN)
-            fcntl.flock(self.gate, fcntl.LOCK_UN)
+            if self.wait_policy is not None:
+                os.environ[WAIT_POLICY] = self.wait_policy
+            if self.gate is not None:
+                fcntl.flock(self.busy, fcntl.LOCK_UN)
+                fcntl.flock(self.gate, fcntl.LOCK_UN)
             self.alone = False
 
     def close(self) -> None:

@@ -69,3 +69,34 @@ def test_outside_a_parallel_run_nothing_is_locked(monkeypatch):
     solo.before(item(f"{alone}::Cell 0"))
     solo.after(item(f"{alone}::Cell 0"), None)
     assert (solo.gate, solo.busy, solo.alone) == (None, None, False)
+
+
+def test_the_notebook_that_runs_alone_starts_its_kernel_without_the_wait_policy(
+    monkeypatch, tmp_path
+):
+    """nbval starts the kernel from os.environ at the notebook's first cell: the policy is
+    gone from then until its last cell, and only for that notebook, in parallel or not."""
+    monkeypatch.delenv("PYTEST_XDIST_TESTRUNUID", raising=False)
+    conftest = root_conftest()  # its own lock opens nothing outside a parallel run
+    policy = conftest.WAIT_POLICY
+    (alone,) = conftest.RUNS_ALONE
+    first, last = item(f"{alone}::Cell 0"), item(f"{alone}::Cell 1")
+    unit_test = item("tests/test_a.py::test_one")
+    for run in (None, "run"):
+        if run is None:
+            monkeypatch.delenv("PYTEST_XDIST_TESTRUNUID", raising=False)
+        else:
+            monkeypatch.setenv("PYTEST_XDIST_TESTRUNUID", run)
+        monkeypatch.setenv(policy, "PASSIVE")
+        worker = conftest._Alone(tmp_path)
+        worker.before(unit_test)
+        assert conftest.os.environ[policy] == "PASSIVE"
+        worker.after(unit_test, first)
+        worker.before(first)
+        assert policy not in conftest.os.environ
+        worker.after(first, last)
+        worker.before(last)
+        assert policy not in conftest.os.environ, "set back before the notebook's last cell"
+        worker.after(last, unit_test)
+        assert conftest.os.environ[policy] == "PASSIVE"
+        worker.close()

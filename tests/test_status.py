@@ -235,3 +235,23 @@ def test_make_outputs_records_on_any_cpu_and_names_it(tmp_path):
     assert execute_and_record([tmp_path / "one.ipynb"], record_path=record_path, root=tmp_path)
     entry = read_record(record_path)["notebooks"]["one.ipynb"]
     assert entry["environment"]["cpu"].startswith(cpu_name())
+
+
+def test_make_outputs_starts_a_notebook_that_runs_alone_without_the_wait_policy(
+    tmp_path, monkeypatch
+):
+    """A notebook of RUNS_ALONE gets libgomp's default wait policy; the others keep the pins'."""
+    from tools.record import RUNS_ALONE, WAIT_POLICY
+
+    monkeypatch.setenv(WAIT_POLICY, "PASSIVE")
+    (alone,) = RUNS_ALONE
+    shown = f"import os; print(os.environ.get({WAIT_POLICY!r}))"
+    paths = [tmp_path / alone, tmp_path / "book" / "beside.ipynb"]
+    for path in paths:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        cells = [nbformat.v4.new_code_cell("# replaced by the set-up cell"),
+                 nbformat.v4.new_code_cell(shown)]
+        nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
+    assert execute_and_record(paths, record_path=tmp_path / "record.json", root=tmp_path)
+    printed = [nbformat.read(path, as_version=4).cells[1].outputs[0].text for path in paths]
+    assert printed == ["None\n", "PASSIVE\n"]

@@ -27,6 +27,8 @@ from tools import toc
 from tools.record import (
     RECORD,
     ROOT,
+    RUNS_ALONE,
+    alone_environment,
     read_record,
     record_entry,
     release_version,
@@ -160,8 +162,11 @@ def place_setup_cell(notebook) -> None:
     first.metadata["tags"] = [SETUP_CELL_TAG]
 
 
-def run_notebook(notebook, folder: Path, allow_errors: bool = False) -> None:
-    """Execute ``notebook`` in place from a fresh kernel started in ``folder``."""
+def run_notebook(
+    notebook, folder: Path, allow_errors: bool = False, env: dict[str, str] | None = None
+) -> None:
+    """Execute ``notebook`` in place from a fresh kernel started in ``folder``, with the
+    environment ``env`` (by default this process's)."""
     from nbclient import NotebookClient
 
     NotebookClient(
@@ -171,17 +176,18 @@ def run_notebook(notebook, folder: Path, allow_errors: bool = False) -> None:
         record_timing=False,
         allow_errors=allow_errors,
         resources={"metadata": {"path": str(folder)}},
-    ).execute()
+    ).execute(**({} if env is None else {"env": env}))
 
 
-def execute(path: Path) -> float:
-    """Re-run ``path`` in place from a fresh kernel started in its folder; return the seconds."""
+def execute(path: Path, env: dict[str, str] | None = None) -> float:
+    """Re-run ``path`` in place from a fresh kernel started in its folder, with the environment
+    ``env`` (by default this process's); return the seconds."""
 
     committed = nbformat.read(path, as_version=4)
     notebook = nbformat.read(path, as_version=4)
     place_setup_cell(notebook)
     start = time.perf_counter()
-    run_notebook(notebook, path.parent)
+    run_notebook(notebook, path.parent, env=env)
     seconds = time.perf_counter() - start
     for cell in notebook.cells:
         if cell.cell_type == "code":
@@ -213,7 +219,7 @@ def execute_and_record(
     for path, name in zip(paths, names):
         start = time.perf_counter()
         try:
-            seconds = execute(path)
+            seconds = execute(path, alone_environment(os.environ) if name in RUNS_ALONE else None)
             result = "passed"
         except Exception as error:  # a failing notebook is recorded, not fatal to the run
             seconds = time.perf_counter() - start
