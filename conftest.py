@@ -27,6 +27,7 @@ from tools.record import (
     WAIT_POLICY,
     fails_budget,
     over_budget,
+    spins_alone,
 )
 
 _notebook_seconds: dict[str, float] = defaultdict(float)
@@ -53,7 +54,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # beside other work slows down, though (the Transformer chapter from about 36 s to 45-50 s),
 # and that chapter's budget is the tightest: it runs alone (tools.record.RUNS_ALONE). The other
 # worker finishes the test it is running, then waits, outside the timed phases, until the
-# chapter is done. Alone, its kernel starts without the pins' OMP_WAIT_POLICY (see there).
+# chapter is done. Alone on a quiet machine, its kernel starts without the pins'
+# OMP_WAIT_POLICY (see there).
 
 
 class _Alone:
@@ -61,8 +63,9 @@ class _Alone:
     when a notebook of RUNS_ALONE is next until it is done; no other test starts meanwhile.
     ``busy``: every other test holds it shared while it runs; the notebook takes it
     exclusively, so it starts once the test in flight has ended. Outside a parallel run there
-    are no locks, but the notebook's kernel still starts without WAIT_POLICY: nbval starts it
-    from ``os.environ`` when the notebook's first cell is set up, after :meth:`before`."""
+    are no locks. Either way, if the machine is quiet, the notebook's kernel starts without
+    WAIT_POLICY: nbval starts it from ``os.environ`` when the first cell is set up, after
+    :meth:`before`."""
 
     def __init__(self, folder: Path | None = None) -> None:
         run = os.environ.get("PYTEST_XDIST_TESTRUNUID")  # the same on every worker of a run
@@ -83,7 +86,8 @@ class _Alone:
                 fcntl.flock(self.gate, fcntl.LOCK_EX)
                 fcntl.flock(self.busy, fcntl.LOCK_EX)
             self.alone = True
-            self.wait_policy = os.environ.pop(WAIT_POLICY, None)
+            if spins_alone():
+                self.wait_policy = os.environ.pop(WAIT_POLICY, None)
         elif self.gate is not None:
             fcntl.flock(self.gate, fcntl.LOCK_SH)  # waits while the gate is closed
             fcntl.flock(self.gate, fcntl.LOCK_UN)
@@ -96,6 +100,7 @@ class _Alone:
         elif nextitem is None or notebook_path(nextitem.nodeid) != notebook_path(item.nodeid):
             if self.wait_policy is not None:
                 os.environ[WAIT_POLICY] = self.wait_policy
+                self.wait_policy = None
             if self.gate is not None:
                 fcntl.flock(self.busy, fcntl.LOCK_UN)
                 fcntl.flock(self.gate, fcntl.LOCK_UN)

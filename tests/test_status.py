@@ -240,18 +240,40 @@ def test_make_outputs_records_on_any_cpu_and_names_it(tmp_path):
 def test_make_outputs_starts_a_notebook_that_runs_alone_without_the_wait_policy(
     tmp_path, monkeypatch
 ):
-    """A notebook of RUNS_ALONE gets libgomp's default wait policy; the others keep the pins'."""
-    from tools.record import RUNS_ALONE, WAIT_POLICY
+    """On a quiet machine a notebook of RUNS_ALONE gets libgomp's default wait policy; the
+    others, and every notebook on a busy machine, keep the pins'."""
+    from tools import record
 
-    monkeypatch.setenv(WAIT_POLICY, "PASSIVE")
-    (alone,) = RUNS_ALONE
-    shown = f"import os; print(os.environ.get({WAIT_POLICY!r}))"
+    monkeypatch.setenv(record.WAIT_POLICY, "PASSIVE")
+    (alone,) = record.RUNS_ALONE
+    shown = f"import os; print(os.environ.get({record.WAIT_POLICY!r}))"
     paths = [tmp_path / alone, tmp_path / "book" / "beside.ipynb"]
-    for path in paths:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        cells = [nbformat.v4.new_code_cell("# replaced by the set-up cell"),
-                 nbformat.v4.new_code_cell(shown)]
-        nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
-    assert execute_and_record(paths, record_path=tmp_path / "record.json", root=tmp_path)
-    printed = [nbformat.read(path, as_version=4).cells[1].outputs[0].text for path in paths]
-    assert printed == ["None\n", "PASSIVE\n"]
+    for busy, printed_alone in ((0.05, "None\n"), (0.6, "PASSIVE\n")):
+        monkeypatch.setattr(record, "busy_share", lambda busy=busy: busy)
+        for path in paths:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            cells = [nbformat.v4.new_code_cell("# replaced by the set-up cell"),
+                     nbformat.v4.new_code_cell(shown)]
+            nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
+        assert execute_and_record(paths, record_path=tmp_path / "record.json", root=tmp_path)
+        printed = [nbformat.read(path, as_version=4).cells[1].outputs[0].text for path in paths]
+        assert printed == [printed_alone, "PASSIVE\n"], f"{busy:.0%} busy"
+
+
+def test_the_busy_share_is_read_from_two_snapshots_of_proc_stat(tmp_path, monkeypatch):
+    from tools import record
+
+    stat = tmp_path / "stat"
+    # user nice system idle iowait irq softirq steal: 100 ticks pass, 30 of them idle or iowait
+    snapshots = iter(["cpu  100 0 50 800 10 0 0 0\ncpu0 ...", "cpu  160 0 60 820 20 0 0 0\n"])
+
+    def sleep(seconds):
+        stat.write_text(next(snapshots))
+
+    sleep(0)
+    monkeypatch.setattr(record.time, "sleep", sleep)
+    assert record.busy_share(stat=stat) == 0.7
+    assert record.busy_share(stat=tmp_path / "none") is None  # not Linux
+    for busy, spins in ((0.7, False), (0.1, True), (None, False)):
+        monkeypatch.setattr(record, "busy_share", lambda busy=busy: busy)
+        assert record.spins_alone() is spins

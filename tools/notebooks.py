@@ -33,6 +33,7 @@ from tools.record import (
     record_entry,
     release_version,
     run_environment,
+    spins_alone,
     write_record,
 )
 
@@ -219,7 +220,8 @@ def execute_and_record(
     for path, name in zip(paths, names):
         start = time.perf_counter()
         try:
-            seconds = execute(path, alone_environment(os.environ) if name in RUNS_ALONE else None)
+            spins = name in RUNS_ALONE and spins_alone()
+            seconds = execute(path, alone_environment(os.environ) if spins else None)
             result = "passed"
         except Exception as error:  # a failing notebook is recorded, not fatal to the run
             seconds = time.perf_counter() - start

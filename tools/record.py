@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import platform
+import time
 import tomllib
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -47,17 +48,46 @@ FAIL_FACTOR = 2.0
 # Transformer chapter has the tightest budget: it trains for 314 steps of a few thousand small
 # kernels each.
 RUNS_ALONE = frozenset({"book/transformer.ipynb"})
-# Alone, a notebook's kernel gets libgomp's default wait policy: an idle OpenMP thread spins a
-# moment before it sleeps. The pins' OMP_WAIT_POLICY=PASSIVE puts it to sleep at once, which
-# keeps a shared machine usable but wakes a thread for every parallel kernel: measured on 2 AMD
-# EPYC cores, a training step of that chapter took 66 ms sleeping and 39 ms spinning, and the
-# chapter 42 s and 26 s. The arithmetic is the same (its committed outputs reproduce exactly).
+# Alone on a quiet machine, a notebook's kernel gets libgomp's default wait policy: an idle
+# OpenMP thread spins a moment before it sleeps. The pins' OMP_WAIT_POLICY=PASSIVE puts it to
+# sleep at once, which wakes a thread for every parallel kernel: measured on 2 AMD EPYC cores, a
+# training step of that chapter took 66 ms sleeping and 39 ms spinning, and the chapter 42 s and
+# 26 s. Beside other work spinning is far worse: with one core kept busy by another process, the
+# step took 94 ms sleeping and 178 ms spinning. So the kernel spins only if the machine is quiet
+# as it starts: less than QUIET_BELOW of its CPU time busy. The arithmetic is the same either way
+# (the committed outputs reproduce exactly).
 WAIT_POLICY = "OMP_WAIT_POLICY"
+QUIET_BELOW = 0.25
+PROC_STAT = Path("/proc/stat")
+
+
+def busy_share(seconds: float = 0.5, stat: Path = PROC_STAT) -> float | None:
+    """The share of the machine's CPU time that was busy over the next ``seconds``, from the
+    first line of Linux's ``/proc/stat``; None where there is none."""
+
+    def totals() -> tuple[int, int]:
+        ticks = [int(field) for field in stat.read_text().split("\n", 1)[0].split()[1:]]
+        return sum(ticks), sum(ticks[3:5])  # all, idle + iowait
+
+    if not stat.exists():
+        return None
+    total, idle = totals()
+    time.sleep(seconds)
+    later_total, later_idle = totals()
+    if later_total == total:
+        return None
+    return 1 - (later_idle - idle) / (later_total - total)
+
+
+def spins_alone() -> bool:
+    """Whether a notebook of :data:`RUNS_ALONE` starting now gets libgomp's default wait
+    policy: the machine is quiet."""
+    busy = busy_share()
+    return busy is not None and busy < QUIET_BELOW
 
 
 def alone_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """The environment for the kernel of a notebook of :data:`RUNS_ALONE`: ``environ`` without
-    :data:`WAIT_POLICY`."""
+    """``environ`` without :data:`WAIT_POLICY`, for a notebook that :func:`spins_alone`."""
     return {name: value for name, value in environ.items() if name != WAIT_POLICY}
 
 
