@@ -14,7 +14,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 export OMP_NUM_THREADS := 2
 # Idle OpenMP threads sleep instead of spinning: the same arithmetic (measured: bitwise equal
 # weights), but a busy 2-core machine no longer loses most of its time to spinning threads.
-# A notebook that runs alone (tools/record.py's RUNS_ALONE) starts its kernel without it.
+# A notebook that runs alone on a quiet machine (tools/record.py) starts its kernel without it.
 export OMP_WAIT_POLICY := PASSIVE
 export MKL_NUM_THREADS := 2
 export COMPANION_NUM_THREADS := 2
