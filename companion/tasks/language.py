@@ -344,11 +344,12 @@ def parse_sentence(tokens: list[str]) -> Clause | None:
     """The clause that :func:`translate` writes as ``tokens``, or ``None`` if the tokens do not
     follow the grammar ``NP [NP postposition] NP verb [ne]``.
 
-    The grammar is read left to right with one token of look-ahead and never a choice, so a
-    token sequence has at most one parse. ``parse_sentence(translate(c)) == c`` for every
-    clause (the tests check it), which makes :func:`translate` one-to-one: two different
-    clauses never give the same sentence. Adjective counts and the length limit are not checked
-    here; :func:`is_sentence` checks them.
+    The grammar is read left to right, deterministically and without backtracking (whether the
+    second noun phrase belongs to a postposition is read from the token after it), so a token
+    sequence has at most one parse. ``parse_sentence(translate(c)) == c`` for every clause (the
+    tests check it), which makes :func:`translate` one-to-one: two different clauses never give
+    the same sentence. Adjective counts and the length limit are not checked here;
+    :func:`is_sentence` checks them.
     """
     first = _parse_noun_phrase(tokens, 0)
     second = first and _parse_noun_phrase(tokens, first[1])
