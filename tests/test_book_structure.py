@@ -11,13 +11,16 @@ import nbformat
 import pytest
 
 from tools.notebooks import (
+    MEASURED_FROM,
     ROOT,
     SETUP_CELL_TAG,
     book_config,
     coalesce_streams,
     keep_measurements,
+    measures,
     place_setup_cell,
     setup_cell_source,
+    source_digest,
     toc_files,
     toc_notebooks,
 )
@@ -206,20 +209,45 @@ def release_tag_version() -> str:
 
 
 def test_measurements_keep_their_committed_outputs_while_the_code_is_unchanged():
-    def notebook(source_b, output_b):
+    def notebook(source_b, output_b, stamp=None):
         cells = [
             nbformat.v4.new_code_cell("print(1)", id="a"),
             nbformat.v4.new_code_cell(source_b, id="b"),
         ]
         cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="1\n")]
         cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text=output_b)]
+        if stamp is not None:
+            cells[1].metadata[MEASURED_FROM] = stamp
         return nbformat.v4.new_notebook(cells=cells)
 
     timed = "# NBVAL_IGNORE_OUTPUT\nprint(time())"
-    committed = notebook(timed, "0.31 s\n")
+    committed = notebook(timed, "0.31 s\n")  # no stamp yet: printed by its own code
     rerun = notebook(timed, "0.29 s\n")
     assert keep_measurements(committed, rerun) == 1
     assert rerun.cells[1].outputs[0].text == "0.31 s\n"
+    assert rerun.cells[1].metadata[MEASURED_FROM] == source_digest(timed)
+    assert MEASURED_FROM not in rerun.cells[0].metadata  # not a measurement
     changed = notebook(timed + " * 2", "0.58 s\n")
     assert keep_measurements(committed, changed) == 0
     assert changed.cells[1].outputs[0].text == "0.58 s\n"
+    # Edited on disk but never run: the output is still the old code's, and its stamp says so.
+    edited = notebook(timed + " * 2", "0.31 s\n", stamp=source_digest(timed))
+    rerun = notebook(timed + " * 2", "0.60 s\n")
+    assert keep_measurements(edited, rerun) == 0
+    assert rerun.cells[1].outputs[0].text == "0.60 s\n"
+    assert rerun.cells[1].metadata[MEASURED_FROM] == source_digest(timed + " * 2")
+    refreshed = notebook(timed, "0.33 s\n")
+    assert keep_measurements(committed, refreshed, refresh=True) == 0
+    assert refreshed.cells[1].outputs[0].text == "0.33 s\n"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_measured_output_was_printed_by_its_cells_code(path: Path):
+    """nbval does not compare a measurement cell's output, so nothing else would notice an
+    output that an earlier version of the code printed (`make outputs` stamps each one)."""
+    stale = [
+        index
+        for index, cell in enumerate(nbformat.read(path, as_version=4).cells)
+        if measures(cell) and cell.metadata.get(MEASURED_FROM) != source_digest(cell.source)
+    ]
+    assert not stale, f"cells {stale}: run `make outputs` to measure them with their own code"

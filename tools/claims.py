@@ -16,8 +16,10 @@ and ``tests/test_claims.py`` checks::
 **Seeds.** A run with offset ``k`` shifts every seed the notebook sets (``torch.manual_seed``,
 ``random.seed``, ``numpy.random.seed``, and so ``companion.reproducible``) by ``1000 * k``, through
 a cell put in front of the notebook's code in the copy that runs; the committed file is not
-touched. Data drawn from a ``torch.Generator`` with its own seed stays the same, so the spread
-is that of initialisation, dropout and batch order.
+touched. Whatever draws from a ``torch.Generator`` with its own seed stays the same: the data of
+a task, and in some chapters the batch order or a labelled subset. So the spread is that of the
+initialisation and of whatever draws from the global generators (dropout, and the batch order
+where no generator of its own is given); a chapter says which.
 
 **Another CPU.** ``ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE`` makes torch and MKL sum
 floats in another order, as another vendor's CPU does (``make test-foreign`` runs nbval so).

@@ -32,7 +32,7 @@ import nbformat
 from companion.claims import LOG_VARIABLE, TRAINED_TAG
 from tools import toc
 from tools.claims import SEED_SHIFT_CELL, SETUP_CELL_TAG, output_text
-from tools.notebooks import IGNORE_OUTPUT_MARKER, run_notebook
+from tools.notebooks import measures, run_notebook
 from tools.record import ROOT, run_environment
 
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,16}")  # tests/sanitize.cfg's one rule
@@ -47,11 +47,6 @@ def printed(cell) -> str:
         if output.output_type == "error"
     ]
     return ADDRESS.sub("0xADDRESS", "\n".join([output_text(cell), *errors]))
-
-
-def measures(cell) -> bool:
-    """A cell that prints measured times (nbval ignores its output)."""
-    return cell.cell_type == "code" and cell.source.startswith(IGNORE_OUTPUT_MARKER)
 
 
 def compared(cell) -> bool:

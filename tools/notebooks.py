@@ -12,6 +12,7 @@ build checks the notebooks against; tools/record.py reads and writes it.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import time
@@ -111,29 +112,45 @@ def coalesce_streams(cell) -> None:
 
 IGNORE_OUTPUT_MARKER = "# NBVAL_IGNORE_OUTPUT"
 REFRESH_VARIABLE = "COMPANION_REFRESH_MEASUREMENTS"
+# A measurement cell's metadata names the code that printed its output: the first 16 hex digits
+# of the SHA-256 of its source. The file on disk may hold an edited cell whose output the old
+# code printed; the stamp tells the two apart, and the tests check that every stamp matches.
+MEASURED_FROM = "measured_from"
 
 
-def keep_measurements(before, after) -> int:
-    """Give the cells marked ``# NBVAL_IGNORE_OUTPUT`` back their committed outputs.
+def measures(cell) -> bool:
+    """A cell that prints measured times (nbval ignores its output)."""
+    return cell.cell_type == "code" and cell.source.startswith(IGNORE_OUTPUT_MARKER)
 
-    Those cells print measured times, which differ on every run. While a cell's code is
-    unchanged, its committed measurement stays, so ``make outputs`` leaves the files alone;
-    a changed cell, or ``COMPANION_REFRESH_MEASUREMENTS=1``, records the new measurement.
+
+def source_digest(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
+
+
+def keep_measurements(before, after, refresh: bool = False) -> int:
+    """Give the cells marked ``# NBVAL_IGNORE_OUTPUT`` back their committed outputs, and stamp
+    each with the digest of the code that printed its output (:data:`MEASURED_FROM`).
+
+    Those cells print measured times, which differ on every run. While a cell's code is the
+    code that printed its committed output, that measurement stays, so ``make outputs`` leaves
+    the files alone; a changed cell, or ``refresh`` (``COMPANION_REFRESH_MEASUREMENTS=1``),
+    records the new measurement. A cell without a stamp counts as printed by its own code.
     Returns the number of cells kept.
     """
     kept = 0
     old = {cell.get("id"): cell for cell in before.cells}
-    for cell in after.cells:
+    for cell in filter(measures, after.cells):
+        digest = source_digest(cell.source)
         previous = old.get(cell.get("id"))
         if (
-            cell.cell_type == "code"
-            and cell.source.startswith(IGNORE_OUTPUT_MARKER)
+            not refresh
             and previous is not None
-            and previous.source == cell.source
             and previous.get("outputs")
+            and previous.metadata.get(MEASURED_FROM, source_digest(previous.source)) == digest
         ):
             cell.outputs = previous.outputs
             kept += 1
+        cell.metadata[MEASURED_FROM] = digest
     return kept
 
 
@@ -193,8 +210,7 @@ def execute(path: Path, env: dict[str, str] | None = None) -> float:
     for cell in notebook.cells:
         if cell.cell_type == "code":
             coalesce_streams(cell)
-    if os.environ.get(REFRESH_VARIABLE, "0") != "1":
-        keep_measurements(committed, notebook)
+    keep_measurements(committed, notebook, refresh=os.environ.get(REFRESH_VARIABLE, "0") == "1")
     notebook.metadata = nbformat.from_dict(NOTEBOOK_METADATA)
     nbformat.write(notebook, path)
     return seconds
