@@ -262,7 +262,7 @@ def draw_vit_patching(image_size: int = 8, patch_size: int = 4) -> Figure:
     ax.text(0.5, 0.4, f"{image_size}×{image_size} image, {patch_size}×{patch_size} patches",
             fontsize=9)
     encoder = _box(ax, 10.2, 3.0, "Transformer\nencoder", "layer", width=2.0, height=1.4)
-    tokens = [_box(ax, 7.0, 5.5, "[CLS]", "query", width=1.4, height=0.5, fontsize=9)]
+    tokens = [_box(ax, 7.0, 5.5, "[CLS] + pos", "query", width=1.9, height=0.5, fontsize=9)]
     for index in range(grid * grid):
         tokens.append(_box(ax, 7.0, 4.6 - 0.9 * index, f"patch {index + 1} + pos",
                            "value", width=1.9, height=0.5, fontsize=9))

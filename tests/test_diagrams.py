@@ -17,7 +17,7 @@ EXPECTED = {
     "draw_transformer": ["masked self-attention", "cross-attention", "keys, values"],
     "draw_norm_placement": ["post-norm: $\\mathrm{LN}(x + f(x))$", "residual"],
     "draw_kv_cache": ["step 4", "$k_4, v_4$", "read from the cache"],
-    "draw_vit_patching": ["[CLS]", "patch 4 + pos", "8×8 image, 4×4 patches"],
+    "draw_vit_patching": ["[CLS] + pos", "patch 4 + pos", "8×8 image, 4×4 patches"],
 }
 
 
