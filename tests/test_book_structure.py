@@ -251,3 +251,20 @@ def test_every_measured_output_was_printed_by_its_cells_code(path: Path):
         if measures(cell) and cell.metadata.get(MEASURED_FROM) != source_digest(cell.source)
     ]
     assert not stale, f"cells {stale}: run `make outputs` to measure them with their own code"
+
+
+def top_level_bullets(markdown: str) -> int:
+    return len(re.findall(r"^[-*] ", markdown, re.M))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_goals_and_summary_keep_to_the_chapter_rules(path: Path):
+    """CHAPTER.md: three to five learning goals up front, a summary of five bullets at most."""
+    cells = nbformat.read(path, as_version=4).cells
+    markdown = [cell.source for cell in cells if cell.cell_type == "markdown"]
+    _, found, after = re.split(r"(?im)^(.*this chapter you can:\**)\s*$", markdown[0], maxsplit=1)
+    goals = after.strip().split("\n\n")[0]
+    assert 3 <= top_level_bullets(goals) <= 5, f"{found}: {top_level_bullets(goals)} goals"
+    summary = re.search(r"^## Summary\n(.*?)(?=^#|\Z)", "\n\n".join(markdown), re.M | re.S)
+    assert summary is not None, "no ## Summary section"
+    assert top_level_bullets(summary.group(1)) <= 5, "the summary has more than five bullets"
