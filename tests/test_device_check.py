@@ -7,6 +7,7 @@ import os
 import nbformat
 
 from companion.claims import LOG_VARIABLE
+from tools import device_check
 from tools.device_check import check, compared, printed
 
 SOURCES = [
@@ -61,3 +62,20 @@ def test_a_shifted_seed_is_reported_and_its_outputs_are_not_compared(tmp_path):
     assert report["seed_offset"] == 2
     assert report["differing_cells"] == []
     assert len(report["claims"]) == 2
+
+
+def test_a_print_that_arrives_in_parts_is_no_difference(tmp_path, monkeypatch):
+    """A busy kernel may send one cell's stdout in several messages; the committed notebook
+    holds them joined, as `make outputs` writes them."""
+    path = tmp_path / "demo.ipynb"
+    book = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('a')\nprint('b')")])
+    book.cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="a\nb\n")]
+    nbformat.write(book, path)
+
+    def run_in_parts(notebook, folder, allow_errors=False):
+        notebook.cells[0].outputs = [
+            nbformat.v4.new_output("stream", name="stdout", text=text) for text in ("a\n", "b\n")
+        ]
+
+    monkeypatch.setattr(device_check, "run_notebook", run_in_parts)
+    assert check((path, 0))["differing_cells"] == []

@@ -32,7 +32,7 @@ import nbformat
 from companion.claims import LOG_VARIABLE, TRAINED_TAG
 from tools import toc
 from tools.claims import SEED_SHIFT_CELL, SETUP_CELL_TAG, output_text
-from tools.notebooks import measures, run_notebook
+from tools.notebooks import coalesce_streams, measures, run_notebook
 from tools.record import ROOT, run_environment
 
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,16}")  # tests/sanitize.cfg's one rule
@@ -86,6 +86,9 @@ def check(run: tuple[Path, int]) -> dict:
         claims = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
     if offset:
         notebook.cells.pop(position)
+    for cell in notebook.cells:  # a print may arrive in parts; `make outputs` joins them too
+        if cell.cell_type == "code":
+            coalesce_streams(cell)
     errors, stderr, differing, measured = [], [], [], []
     for index, (before, after) in enumerate(zip(committed.cells, notebook.cells, strict=True)):
         if after.cell_type != "code":
