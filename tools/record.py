@@ -14,8 +14,10 @@ The format: ``{"notebooks": {"book/X.ipynb": entry, ...}}``, where an entry has
 * ``environment``: :func:`run_environment`, per notebook, since a partial re-run may use other
   versions.
 
+It also holds what the notebook runs share with the test session: the time budget, and which
+notebooks run alone and when their kernels may spin (:data:`RUNS_ALONE`, :func:`spins_alone`).
 This module imports neither Sphinx nor nbclient, so the test session's ``conftest.py`` can use
-its budget.
+them.
 """
 
 from __future__ import annotations
