@@ -111,9 +111,13 @@ def llama_config(vocab_size: int, **changes: object) -> DecoderConfig:
     heads per key-value head, and an untied output layer."""
     base = DecoderConfig(vocab_size)
     llama = base.replace(
-        norm="rms", positions="rope", ffn="swiglu", norm_eps=1e-6, tie_weights=False,
+        norm="rms",
+        positions="rope",
+        ffn="swiglu",
+        norm_eps=1e-6,
+        tie_weights=False,
         num_kv_heads=max(1, base.num_heads // 2),
-    )  # fmt: skip
+    )
     return llama.replace(**changes)
 
 
@@ -126,10 +130,20 @@ def build_block(config: DecoderConfig) -> PreNormBlock:
         else None
     )
     return PreNormBlock(
-        c.num_hiddens, c.num_hiddens, c.ffn_num_hiddens, c.num_heads, c.dropout, c.bias,
-        norm=c.norm, norm_eps=c.norm_eps, ffn=c.ffn, num_kv_heads=c.num_kv_heads,
-        rotary=rotary, window=c.window, alibi=c.positions == "alibi",
-    )  # fmt: skip
+        c.num_hiddens,
+        c.num_hiddens,
+        c.ffn_num_hiddens,
+        c.num_heads,
+        c.dropout,
+        c.bias,
+        norm=c.norm,
+        norm_eps=c.norm_eps,
+        ffn=c.ffn,
+        num_kv_heads=c.num_kv_heads,
+        rotary=rotary,
+        window=c.window,
+        alibi=c.positions == "alibi",
+    )
 
 
 class DecoderLM(nn.Module):
@@ -199,10 +213,12 @@ class DecoderLM(nn.Module):
             if not (
                 isinstance(caches, Sequence)
                 and len(caches) == num_blks
-                and all(isinstance(cache, RollingKVCache)
-                        or (isinstance(cache, KVCache) and not cache.static)
-                        for cache in caches)
-            ):  # fmt: skip
+                and all(
+                    isinstance(cache, RollingKVCache)
+                    or (isinstance(cache, KVCache) and not cache.static)
+                    for cache in caches
+                )
+            ):
                 got = (
                     f"{len(caches)} ({', '.join(type(c).__name__ for c in caches)})"
                     if isinstance(caches, Sequence)

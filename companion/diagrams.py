@@ -63,27 +63,53 @@ class Box:
 
 
 def _box(
-    ax: Axes, x: float, y: float, text: str, kind: str = "layer",
-    width: float = 1.6, height: float = 0.7, fontsize: int = 10,
+    ax: Axes,
+    x: float,
+    y: float,
+    text: str,
+    kind: str = "layer",
+    width: float = 1.6,
+    height: float = 0.7,
+    fontsize: int = 10,
 ) -> Box:
     """A rounded box centred on ``(x, y)``, coloured by ``kind``."""
-    ax.add_patch(FancyBboxPatch(
-        (x - width / 2, y - height / 2), width, height, boxstyle="round,pad=0.05",
-        facecolor=COLORS[kind], edgecolor="#333333", linewidth=1,
-    ))
+    ax.add_patch(
+        FancyBboxPatch(
+            (x - width / 2, y - height / 2),
+            width,
+            height,
+            boxstyle="round,pad=0.05",
+            facecolor=COLORS[kind],
+            edgecolor="#333333",
+            linewidth=1,
+        )
+    )
     ax.text(x, y, text, ha="center", va="center", fontsize=fontsize)
     return Box(x, y, width, height)
 
 
 def _arrow(
-    ax: Axes, start: tuple[float, float], end: tuple[float, float], text: str = "",
-    color: str = "#333333", bend: float = 0.0,
+    ax: Axes,
+    start: tuple[float, float],
+    end: tuple[float, float],
+    text: str = "",
+    color: str = "#333333",
+    bend: float = 0.0,
 ) -> None:
     """An arrow from ``start`` to ``end`` (anchor points), with an optional label beside it."""
-    ax.add_patch(FancyArrowPatch(
-        start, end, arrowstyle="-|>", mutation_scale=12, color=color, linewidth=1.2,
-        shrinkA=3, shrinkB=3, connectionstyle=f"arc3,rad={bend}",
-    ))
+    ax.add_patch(
+        FancyArrowPatch(
+            start,
+            end,
+            arrowstyle="-|>",
+            mutation_scale=12,
+            color=color,
+            linewidth=1.2,
+            shrinkA=3,
+            shrinkB=3,
+            connectionstyle=f"arc3,rad={bend}",
+        )
+    )
     if text:
         middle = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2)
         ax.text(middle[0], middle[1] + 0.15, text, fontsize=8, color=color, ha="center")
@@ -94,16 +120,16 @@ def draw_attention_step(weights: tuple[float, ...] = (0.1, 0.6, 0.3)) -> Figure:
     scores into weights, and the output is the weighted sum of the values."""
     fig, ax = _canvas(12, 5.4, (8.5, 3.9))
     query = _box(ax, 1.0, 2.6, "query $q$", "query", width=1.5)
-    output = _box(ax, 11.0, 2.6, "output\n$\\sum_i \\alpha_i v_i$", "value", width=1.5,
-                  height=1.0)
+    output = _box(ax, 11.0, 2.6, "output\n$\\sum_i \\alpha_i v_i$", "value", width=1.5, height=1.0)
     for i, weight in enumerate(weights):
         y = 4.3 - 1.7 * i
         key = _box(ax, 3.5, y, f"key $k_{i + 1}$", "key", width=1.3)
         _arrow(ax, query.right, key.left, color=COLORS["query"])
         score = _box(ax, 5.7, y, f"score $a(q, k_{i + 1})$", "plain", width=2.0)
         _arrow(ax, key.right, score.left)
-        ax.add_patch(Rectangle((7.1, y - 0.3), 0.9 * weight / max(weights), 0.6,
-                               facecolor=COLORS["weight"]))
+        ax.add_patch(
+            Rectangle((7.1, y - 0.3), 0.9 * weight / max(weights), 0.6, facecolor=COLORS["weight"])
+        )
         ax.text(7.1, y + 0.45, f"$\\alpha_{i + 1}$ = {weight:.1f}", fontsize=8)
         _arrow(ax, score.right, (7.1, y), color=COLORS["weight"])
         value = _box(ax, 9.0, y, f"value $v_{i + 1}$", "value", width=1.3)
@@ -119,15 +145,16 @@ def draw_bahdanau_decoder() -> Figure:
     fig, ax = _canvas(10, 6.2, (8, 5))
     states = [_box(ax, 1.0 + 1.7 * i, 0.9, f"$h_{i + 1}$", "key", width=1.1) for i in range(4)]
     ax.text(0.4, 0.1, "encoder states: the keys and the values", fontsize=9)
-    attention = _box(ax, 3.5, 2.7, "attention weights\n$\\alpha_{t,i}$", "weight",
-                     width=2.4, height=0.9)
+    attention = _box(
+        ax, 3.5, 2.7, "attention weights\n$\\alpha_{t,i}$", "weight", width=2.4, height=0.9
+    )
     for state in states:
         _arrow(ax, state.top, attention.bottom, color=COLORS["key"])
-    context = _box(ax, 3.5, 4.3, "context $c_t = \\sum_i \\alpha_{t,i} h_i$", "value",
-                   width=3.0)
+    context = _box(ax, 3.5, 4.3, "context $c_t = \\sum_i \\alpha_{t,i} h_i$", "value", width=3.0)
     _arrow(ax, attention.top, context.bottom, color=COLORS["weight"])
-    previous = _box(ax, 8.2, 2.7, "decoder state\n$s_{t-1}$ (query)", "query", width=2.2,
-                    height=0.9)
+    previous = _box(
+        ax, 8.2, 2.7, "decoder state\n$s_{t-1}$ (query)", "query", width=2.2, height=0.9
+    )
     _arrow(ax, previous.left, attention.right, color=COLORS["query"])
     gru = _box(ax, 7.0, 4.3, "GRU", "layer", width=1.2)
     _arrow(ax, context.right, gru.left)
@@ -147,25 +174,43 @@ def draw_multihead(num_heads: int = 3) -> Figure:
     concat = _box(ax, 8.5, 3.0, "concat", "plain", width=1.2)
     for head in range(num_heads):
         y = 5.0 - 2.0 * head
-        projection = _box(ax, 3.7, y, f"$W_q^{{({head + 1})}}, W_k^{{({head + 1})}}, "
-                                      f"W_v^{{({head + 1})}}$", "layer", width=2.6)
+        projection = _box(
+            ax,
+            3.7,
+            y,
+            f"$W_q^{{({head + 1})}}, W_k^{{({head + 1})}}, W_v^{{({head + 1})}}$",
+            "layer",
+            width=2.6,
+        )
         _arrow(ax, inputs.right, projection.left)
-        attend = _box(ax, 6.5, y, f"attention\nhead {head + 1}", "weight", width=1.6,
-                      height=0.9)
+        attend = _box(ax, 6.5, y, f"attention\nhead {head + 1}", "weight", width=1.6, height=0.9)
         _arrow(ax, projection.right, attend.left)
         _arrow(ax, attend.right, concat.left, color=COLORS["weight"])
     mix = _box(ax, 10.2, 3.0, "$W_o$", "layer", width=0.9)
     _arrow(ax, concat.right, mix.left)
-    ax.text(5.5, 0.1, "each head works in $d/h$ of the width; $W_o$ mixes the heads",
-            fontsize=9, ha="center")
+    ax.text(
+        5.5,
+        0.1,
+        "each head works in $d/h$ of the width; $W_o$ mixes the heads",
+        fontsize=9,
+        ha="center",
+    )
     return fig
 
 
 def _stack(ax: Axes, x: float, title: str, sublayers: list[tuple[str, str]]) -> list[Box]:
     """One Transformer block: a frame of sublayers, bottom to top; returns the sublayers."""
     height = 0.75 * len(sublayers) + 0.3
-    ax.add_patch(FancyBboxPatch((x - 1.4, 1.0), 2.8, height, boxstyle="round,pad=0.08",
-                                facecolor="#f7f7f7", edgecolor="#333333"))
+    ax.add_patch(
+        FancyBboxPatch(
+            (x - 1.4, 1.0),
+            2.8,
+            height,
+            boxstyle="round,pad=0.08",
+            facecolor="#f7f7f7",
+            edgecolor="#333333",
+        )
+    )
     ax.text(x, 1.0 + height + 0.2, title, ha="center", fontsize=10)
     boxes: list[Box] = []
     for i, (text, kind) in enumerate(sublayers):
@@ -179,20 +224,36 @@ def draw_transformer() -> Figure:
     """The encoder-decoder Transformer (sec-transformer): N encoder blocks; N decoder blocks,
     each with masked self-attention, cross-attention on the encoder's output, and an FFN."""
     fig, ax = _canvas(10, 7.2, (7.5, 5.4))
-    encoder = _stack(ax, 2.5, "encoder block (× N)", [
-        ("self-attention", "weight"), ("add & norm", "plain"), ("feed-forward", "layer"),
-        ("add & norm", "plain"),
-    ])
-    decoder = _stack(ax, 7.2, "decoder block (× N)", [
-        ("masked self-attention", "weight"), ("add & norm", "plain"),
-        ("cross-attention", "weight"), ("add & norm", "plain"), ("feed-forward", "layer"),
-        ("add & norm", "plain"),
-    ])
+    encoder = _stack(
+        ax,
+        2.5,
+        "encoder block (× N)",
+        [
+            ("self-attention", "weight"),
+            ("add & norm", "plain"),
+            ("feed-forward", "layer"),
+            ("add & norm", "plain"),
+        ],
+    )
+    decoder = _stack(
+        ax,
+        7.2,
+        "decoder block (× N)",
+        [
+            ("masked self-attention", "weight"),
+            ("add & norm", "plain"),
+            ("cross-attention", "weight"),
+            ("add & norm", "plain"),
+            ("feed-forward", "layer"),
+            ("add & norm", "plain"),
+        ],
+    )
     ax.text(2.5, 0.2, "source tokens + positions", ha="center", fontsize=9)
     ax.text(7.2, 0.2, "target tokens (shifted) + positions", ha="center", fontsize=9)
     _arrow(ax, encoder[-1].right, decoder[2].left, "keys, values", color=COLORS["key"])
-    linear = _box(ax, 7.2, 6.8, "linear + softmax → next token", "plain", width=3.2,
-                  height=0.5, fontsize=9)
+    linear = _box(
+        ax, 7.2, 6.8, "linear + softmax → next token", "plain", width=3.2, height=0.5, fontsize=9
+    )
     _arrow(ax, (7.2, 6.05), linear.bottom)
     return fig
 
@@ -229,14 +290,31 @@ def draw_kv_cache(num_steps: int = 4) -> Figure:
         ax.text(0.1, y + 0.45, f"step {step + 1}", fontsize=9, va="center")
         for position in range(step + 1):
             new = position == step
-            ax.add_patch(Rectangle(
-                (1.6 + position, y + 0.1), 0.9, 0.7,
-                facecolor=COLORS["key"] if new else "#c9d7f5", edgecolor="#333333",
-            ))
-            ax.text(1.6 + position + 0.45, y + 0.45, f"$k_{position + 1}, v_{position + 1}$",
-                    ha="center", va="center", fontsize=7)
-        ax.text(2.7 + step, y + 0.45, f"← query $q_{step + 1}$", fontsize=8, va="center",
-                color=COLORS["query"])
+            ax.add_patch(
+                Rectangle(
+                    (1.6 + position, y + 0.1),
+                    0.9,
+                    0.7,
+                    facecolor=COLORS["key"] if new else "#c9d7f5",
+                    edgecolor="#333333",
+                )
+            )
+            ax.text(
+                1.6 + position + 0.45,
+                y + 0.45,
+                f"$k_{position + 1}, v_{position + 1}$",
+                ha="center",
+                va="center",
+                fontsize=7,
+            )
+        ax.text(
+            2.7 + step,
+            y + 0.45,
+            f"← query $q_{step + 1}$",
+            fontsize=8,
+            va="center",
+            color=COLORS["query"],
+        )
     ax.add_patch(Rectangle((1.6, 0.2), 0.5, 0.3, facecolor="#c9d7f5", edgecolor="#333333"))
     ax.text(2.2, 0.35, "read from the cache", fontsize=8, va="center")
     ax.add_patch(Rectangle((4.6, 0.2), 0.5, 0.3, facecolor=COLORS["key"], edgecolor="#333333"))
@@ -253,19 +331,37 @@ def draw_vit_patching(image_size: int = 8, patch_size: int = 4) -> Figure:
     for row in range(image_size):
         for col in range(image_size):
             shade = 0.35 + 0.5 * ((row // patch_size + col // patch_size) % 2)
-            ax.add_patch(Rectangle((0.5 + cell * col, 5.0 - cell * (row + 1)), cell, cell,
-                                   facecolor=(shade, shade, 0.9), edgecolor="white"))
+            ax.add_patch(
+                Rectangle(
+                    (0.5 + cell * col, 5.0 - cell * (row + 1)),
+                    cell,
+                    cell,
+                    facecolor=(shade, shade, 0.9),
+                    edgecolor="white",
+                )
+            )
     for line in range(grid + 1):
         edge = cell * patch_size * line
         ax.plot([0.5 + edge] * 2, [1.0, 5.0], color="#333333")
         ax.plot([0.5, 4.5], [1.0 + edge] * 2, color="#333333")
-    ax.text(0.5, 0.4, f"{image_size}×{image_size} image, {patch_size}×{patch_size} patches",
-            fontsize=9)
+    ax.text(
+        0.5, 0.4, f"{image_size}×{image_size} image, {patch_size}×{patch_size} patches", fontsize=9
+    )
     encoder = _box(ax, 10.2, 3.0, "Transformer\nencoder", "layer", width=2.0, height=1.4)
     tokens = [_box(ax, 7.0, 5.5, "[CLS] + pos", "query", width=1.9, height=0.5, fontsize=9)]
     for index in range(grid * grid):
-        tokens.append(_box(ax, 7.0, 4.6 - 0.9 * index, f"patch {index + 1} + pos",
-                           "value", width=1.9, height=0.5, fontsize=9))
+        tokens.append(
+            _box(
+                ax,
+                7.0,
+                4.6 - 0.9 * index,
+                f"patch {index + 1} + pos",
+                "value",
+                width=1.9,
+                height=0.5,
+                fontsize=9,
+            )
+        )
     _arrow(ax, (4.6, 3.0), (6.0, 3.0), "flatten,\nlinear")
     for token in tokens:
         _arrow(ax, token.right, encoder.left)

@@ -68,8 +68,15 @@ class GPT(DecoderLM):
     ) -> None:
         super().__init__(
             gpt2_config(
-                vocab_size, num_hiddens=num_hiddens, ffn_num_hiddens=mlp_num_hiddens,
-                num_heads=num_heads, num_blks=num_blks, max_len=max_len, dropout=dropout,
-                tie_weights=tie_weights, bias=use_bias, causal=causal,
+                vocab_size,
+                num_hiddens=num_hiddens,
+                ffn_num_hiddens=mlp_num_hiddens,
+                num_heads=num_heads,
+                num_blks=num_blks,
+                max_len=max_len,
+                dropout=dropout,
+                tie_weights=tie_weights,
+                bias=use_bias,
+                causal=causal,
             )
-        )  # fmt: skip
+        )

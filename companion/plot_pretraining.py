@@ -140,10 +140,16 @@ def plot_scaling_measurement(
     batch_size = results["settings"]["batch_size"]
     for steps, color in zip(results["settings"]["steps"], ("C0", "C3")):
         gaps = [results["gaps"][str(steps)][str(w)] for w in widths]
-        axes.plot(params, [float(np.mean(g)) for g in gaps], "o-", color=color,
-                  label=f"{steps * batch_size:,} training sentences")
-        axes.fill_between(params, [min(g) for g in gaps], [max(g) for g in gaps],
-                          color=color, alpha=0.2)
+        axes.plot(
+            params,
+            [float(np.mean(g)) for g in gaps],
+            "o-",
+            color=color,
+            label=f"{steps * batch_size:,} training sentences",
+        )
+        axes.fill_between(
+            params, [min(g) for g in gaps], [max(g) for g in gaps], color=color, alpha=0.2
+        )
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlabel("non-embedding parameters N")

@@ -78,9 +78,13 @@ def translate(
     inputs = build_arrays(corpus.source, corpus.target, src_vocab, tgt_vocab, num_steps)
     device = next(model.parameters()).device
     decoded = decode(
-        model, inputs.src.to(device), inputs.src_valid_len.to(device),
-        tgt_vocab.bos, tgt_vocab.eos, num_steps,
-    )  # fmt: skip
+        model,
+        inputs.src.to(device),
+        inputs.src_valid_len.to(device),
+        tgt_vocab.bos,
+        tgt_vocab.eos,
+        num_steps,
+    )
     return [tgt_vocab.to_tokens(ids) for ids in decoded.tokens]
 
 

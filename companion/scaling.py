@@ -31,9 +31,13 @@ BATCH_SIZE = 64
 def width_config(vocab_size: int, width: int) -> DecoderConfig:
     """The GPT-2 block of sec-language-models at width ``width``."""
     return gpt2_config(
-        vocab_size, num_hiddens=width, ffn_num_hiddens=2 * width, num_heads=4, num_blks=2,
+        vocab_size,
+        num_hiddens=width,
+        ffn_num_hiddens=2 * width,
+        num_heads=4,
+        num_blks=2,
         max_len=NUM_STEPS,
-    )  # fmt: skip
+    )
 
 
 def non_embedding_parameters(config: DecoderConfig) -> int:
@@ -43,9 +47,7 @@ def non_embedding_parameters(config: DecoderConfig) -> int:
     return num_parameters(config) - tables
 
 
-def gaps_by_width(
-    vocab_size: int, seed: int, steps: int, device: torch.device
-) -> dict[int, float]:
+def gaps_by_width(vocab_size: int, seed: int, steps: int, device: torch.device) -> dict[int, float]:
     """The test gap to the floor of each width after ``steps`` batches, nats per token."""
     data = language_data(seed, steps * BATCH_SIZE)
     return {

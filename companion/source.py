@@ -137,8 +137,9 @@ def _join_with_ellipses(lines: list[str], shown: list[int], silent: range) -> st
     (a docstring left out) and blank lines need no ``...``."""
 
     def first_left_out(first: int, stop: int) -> str | None:
-        return next((lines[j] for j in range(first, stop) if lines[j].strip() and j not in silent),
-                    None)
+        return next(
+            (lines[j] for j in range(first, stop) if lines[j].strip() and j not in silent), None
+        )
 
     out: list[str] = []
     previous = -1

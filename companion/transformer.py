@@ -272,9 +272,15 @@ class PreNormBlock(nn.Module):
         self.num_hiddens = num_hiddens
         self.ln1 = make_norm(norm, norm_shape, norm_eps)
         self.attention = GroupedQueryAttention(
-            num_hiddens, num_heads, num_kv_heads, dropout, use_bias,
-            rotary=rotary, window=window, alibi=alibi,
-        )  # fmt: skip
+            num_hiddens,
+            num_heads,
+            num_kv_heads,
+            dropout,
+            use_bias,
+            rotary=rotary,
+            window=window,
+            alibi=alibi,
+        )
         self.ln2 = make_norm(norm, norm_shape, norm_eps)
         self.mlp: nn.Module = (
             SwiGLU(num_hiddens, mlp_num_hiddens, dropout)

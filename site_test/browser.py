@@ -163,8 +163,9 @@ class OfflineSite:
             self._blocked.append(url)
             route.abort("internetdisconnected")
 
-    def visit(self, page: str, screenshot: Path | None, query: str = "",
-              wait_for: str | None = None) -> Visit:
+    def visit(
+        self, page: str, screenshot: Path | None, query: str = "", wait_for: str | None = None
+    ) -> Visit:
         """Open `page`, let MathJax and images finish, collect, and take a full-page shot.
         `wait_for` is a JavaScript predicate to wait for first (e.g. search finished)."""
         visit = Visit(page=page, url=f"{self.origin}/{page}{query}")

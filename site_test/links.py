@@ -54,8 +54,9 @@ class LinkChecker:
         if key not in self._targets:
             try:
                 with _OPENER.open(key, timeout=10) as response:
-                    target = Target(response.status, response.headers.get_content_type(),
-                                    response.read())
+                    target = Target(
+                        response.status, response.headers.get_content_type(), response.read()
+                    )
             except urllib.error.HTTPError as error:
                 target = Target(error.code, "", b"")
             self._targets[key] = target

@@ -26,8 +26,9 @@ def tracked_by_git(path: str) -> bool:
     Outside a git checkout (an unpacked archive) the file's presence has to do."""
     if not (ROOT / ".git").exists():
         return (ROOT / path).is_file()
-    result = subprocess.run(["git", "ls-files", "--error-unmatch", path], cwd=ROOT,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        ["git", "ls-files", "--error-unmatch", path], cwd=ROOT, capture_output=True, text=True
+    )
     return result.returncode == 0
 
 
@@ -60,8 +61,12 @@ def test_binder_link(page: str, visit: Callable[[str], Visit], config: BookConfi
         assert not binder, f"a page without a notebook has a Binder link: {binder}"
         return
     assert binder == [config.binder_link(notebook)]
-    environment = [name for name in BINDER_ENVIRONMENT_FILES
-                   for folder in ("", "binder/") if tracked_by_git(folder + name)]
+    environment = [
+        name
+        for name in BINDER_ENVIRONMENT_FILES
+        for folder in ("", "binder/")
+        if tracked_by_git(folder + name)
+    ]
     assert environment, "Binder would find no environment file in the repository"
 
 
@@ -70,13 +75,13 @@ def test_no_other_launch_services(page: str, visit: Callable[[str], Visit]) -> N
     assert labels <= {"Colab", "Binder"}, f"unexpected launch buttons: {labels}"
 
 
-def test_repository_button(page: str, visit: Callable[[str], Visit],
-                           config: BookConfig) -> None:
+def test_repository_button(page: str, visit: Callable[[str], Visit], config: BookConfig) -> None:
     assert visit(page).data["repositoryLinks"] == [config.repository_url]
 
 
-def test_download_button_serves_the_source(page: str, visit: Callable[[str], Visit],
-                                           config: BookConfig, links: LinkChecker) -> None:
+def test_download_button_serves_the_source(
+    page: str, visit: Callable[[str], Visit], config: BookConfig, links: LinkChecker
+) -> None:
     """A notebook page offers its .ipynb (a valid notebook); a text page its .md."""
     downloads = visit(page).data["downloadLinks"]
     suffix = ".ipynb" if config.notebook_in_repo(page) else ".md"
@@ -91,8 +96,10 @@ def test_download_button_serves_the_source(page: str, visit: Callable[[str], Vis
         assert target.body.strip(), "empty source file"
 
 
-CHAPTER_NOTEBOOKS = sorted(path.relative_to(ROOT).as_posix() for path in
-                           (ROOT / BookConfig.load().path_to_book / "book").glob("*.ipynb"))
+CHAPTER_NOTEBOOKS = sorted(
+    path.relative_to(ROOT).as_posix()
+    for path in (ROOT / BookConfig.load().path_to_book / "book").glob("*.ipynb")
+)
 
 
 @pytest.mark.parametrize("notebook", CHAPTER_NOTEBOOKS)

@@ -24,8 +24,10 @@ SKIPPED_SCHEMES = ("mailto:", "javascript:", "tel:", "data:")
 
 def snippets(text: str, pattern: re.Pattern[str], limit: int = 5) -> list[str]:
     """Each match with some context, whitespace collapsed, for the failure message."""
-    return [" ".join(text[max(0, m.start() - 40): m.end() + 40].split())
-            for m in list(pattern.finditer(text))[:limit]]
+    return [
+        " ".join(text[max(0, m.start() - 40) : m.end() + 40].split())
+        for m in list(pattern.finditer(text))[:limit]
+    ]
 
 
 def test_page_loads_without_script_errors(page: str, visit: Callable[[str], Visit]) -> None:
@@ -60,8 +62,11 @@ def test_no_raw_tex_left(page: str, visit: Callable[[str], Visit]) -> None:
 
 
 def test_images_load(page: str, visit: Callable[[str], Visit]) -> None:
-    broken = [image["src"] for image in visit(page).data["images"]
-              if not (image["complete"] and image["naturalWidth"] > 0)]
+    broken = [
+        image["src"]
+        for image in visit(page).data["images"]
+        if not (image["complete"] and image["naturalWidth"] > 0)
+    ]
     assert not broken, f"images that did not load: {broken}"
 
 
@@ -70,19 +75,24 @@ DIAGRAM_PREFIX = "fig-diagram-"
 
 
 def test_diagrams_have_alt_text(page: str, visit: Callable[[str], Visit]) -> None:
-    diagrams = [image for image in visit(page).data["images"]
-                if image["figure"].startswith(DIAGRAM_PREFIX)]
+    diagrams = [
+        image for image in visit(page).data["images"] if image["figure"].startswith(DIAGRAM_PREFIX)
+    ]
     silent = [image["figure"] for image in diagrams if len(image["alt"].split()) < 5]
     assert not silent, f"schematic figures without alt text: {silent}"
 
 
-def test_internal_links_resolve(page: str, visit: Callable[[str], Visit],
-                                links: LinkChecker) -> None:
+def test_internal_links_resolve(
+    page: str, visit: Callable[[str], Visit], links: LinkChecker
+) -> None:
     """Every link into the site (navigation, cross-references, the download button) names a
     file the server has and, with a `#fragment`, an element of that page with that id."""
     record = visit(page)
-    internal = [link for link in record.data["links"]
-                if not link["href"].startswith(SKIPPED_SCHEMES) and links.is_internal(link["url"])]
+    internal = [
+        link
+        for link in record.data["links"]
+        if not link["href"].startswith(SKIPPED_SCHEMES) and links.is_internal(link["url"])
+    ]
     assert internal, "the page links nowhere inside the site (not even its navigation)"
     broken = {}
     for link in internal:
@@ -104,16 +114,19 @@ def test_no_error_output(page: str, visit: Callable[[str], Visit]) -> None:
     output unless that cell catches that exception itself."""
     data = visit(page).data
     assert not data["errorElements"], f"error output on the page: {data['errorElements'][:5]}"
-    assert TRACEBACK not in data["nonCodeText"], snippets(data["nonCodeText"],
-                                                          re.compile(re.escape(TRACEBACK)))
-    unexplained = [match.group(0).strip() for cell in data["cells"]
-                   for match in EXCEPTION_LINE.finditer(cell["output"])
-                   if not printed_on_purpose(match.group(0), cell["input"])]
+    assert TRACEBACK not in data["nonCodeText"], snippets(
+        data["nonCodeText"], re.compile(re.escape(TRACEBACK))
+    )
+    unexplained = [
+        match.group(0).strip()
+        for cell in data["cells"]
+        for match in EXCEPTION_LINE.finditer(cell["output"])
+        if not printed_on_purpose(match.group(0), cell["input"])
+    ]
     assert not unexplained, f"exception lines in cell outputs: {unexplained[:5]}"
 
 
-def test_page_needs_no_internet(page: str, visit: Callable[[str], Visit],
-                                origin: str) -> None:
+def test_page_needs_no_internet(page: str, visit: Callable[[str], Visit], origin: str) -> None:
     """The page asked for nothing outside the site, and the site answered every request;
     MathJax in particular comes from the site's own `_static/`."""
     record = visit(page)

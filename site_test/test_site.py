@@ -44,16 +44,20 @@ def test_browser_cannot_reach_the_internet(browser: Browser, origin: str) -> Non
         page = context.new_page()
         page.goto(f"{origin}/search.html")
         assert page.evaluate(FETCH_JS, f"{origin}/searchindex.js").startswith("reached")
-        for url in ("https://colab.research.google.com/", "http://1.1.1.1/",
-                    "https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-chtml.js"):
+        for url in (
+            "https://colab.research.google.com/",
+            "http://1.1.1.1/",
+            "https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-chtml.js",
+        ):
             outcome = page.evaluate(FETCH_JS, url)
             assert outcome.startswith("failed"), f"{url} {outcome}"
     finally:
         context.close()
 
 
-def test_root_forwards_to_the_first_page(tab: Page, origin: str, config: BookConfig,
-                                         links: LinkChecker) -> None:
+def test_root_forwards_to_the_first_page(
+    tab: Page, origin: str, config: BookConfig, links: LinkChecker
+) -> None:
     """The site's address opens the root page of _toc.yml."""
     tab.goto(f"{origin}/index.html")
     tab.wait_for_url(f"{origin}/{config.root_page}", timeout=WAIT_MS)
@@ -63,15 +67,20 @@ def test_root_forwards_to_the_first_page(tab: Page, origin: str, config: BookCon
 def test_search_finds_pages_offline(site: OfflineSite, links: LinkChecker) -> None:
     """search.html?q=attention lists several chapters from the local search index, each result
     a live page, with nothing asked of the internet."""
-    record = site.visit("search.html", screenshot_dir() / screenshot_name("search.html"),
-                        query="?q=attention", wait_for=SEARCH_FINISHED)
+    record = site.visit(
+        "search.html",
+        screenshot_dir() / screenshot_name("search.html"),
+        query="?q=attention",
+        wait_for=SEARCH_FINISHED,
+    )
     assert not record.blocked, f"search asked the internet: {record.blocked}"
     assert not record.failed, record.failed
     results = record.data["searchResults"]
     pages = {url.split("#")[0] for url in results}
     assert len(pages) >= 3, f"'attention' found only {sorted(pages)}"
-    problems = {url: links.problem(url) if links.is_internal(url) else "not on this site"
-                for url in results}
+    problems = {
+        url: links.problem(url) if links.is_internal(url) else "not on this site" for url in results
+    }
     broken = {url: problem for url, problem in problems.items() if problem}
     assert not broken, f"search results that lead nowhere: {broken}"
 
@@ -90,7 +99,13 @@ def test_glossary_is_bilingual(tab: Page, origin: str) -> None:
            })""",
     )
     assert len(entries) >= MIN_GLOSSARY_TERMS, f"only {len(entries)} glossary entries"
-    one_sided = [entry["terms"] for entry in entries
-                 if not (any(LATIN.search(t) and not CJK.search(t) for t in entry["terms"])
-                         and any(CJK.search(t) for t in entry["terms"]) and entry["definition"])]
+    one_sided = [
+        entry["terms"]
+        for entry in entries
+        if not (
+            any(LATIN.search(t) and not CJK.search(t) for t in entry["terms"])
+            and any(CJK.search(t) for t in entry["terms"])
+            and entry["definition"]
+        )
+    ]
     assert not one_sided, f"entries without both an English and a Chinese term: {one_sided}"

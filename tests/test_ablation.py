@@ -83,5 +83,6 @@ def test_the_llama_recipe_is_the_gpt_recipe_with_the_all_four_model(monkeypatch)
     assert isinstance(model, DecoderLM) and model.config == CONFIGS["all four"]
     gpt_model, _ = gpt.recipe_gpt(len(language_model_vocab()))
     assert abs(num_parameters(model.config) - sum(p.numel() for p in gpt_model.parameters())) <= (
-        0.002 * num_parameters(model.config))  # the GPT recipe's size
+        0.002 * num_parameters(model.config)
+    )  # the GPT recipe's size
     assert result.model.startswith("Llama-style") and result.reached is False

@@ -39,7 +39,11 @@ def test_claim_holds_fails_and_logs(tmp_path, monkeypatch):
     logged = [json.loads(line) for line in log.read_text().splitlines()]
     assert [entry["held"] for entry in logged] == [True, True, False, False]
     assert logged[2] == {
-        "claim": "gap is small", "value": 0.3, "above": None, "below": 0.2, "held": False
+        "claim": "gap is small",
+        "value": 0.3,
+        "above": None,
+        "below": 0.2,
+        "held": False,
     }
 
 
@@ -65,10 +69,25 @@ def test_nbval_runs_a_trained_cell_without_comparing_it_and_fails_on_a_broken_cl
     nbformat.write(notebook(*cells), tmp_path / "chapter.ipynb")
     result = subprocess.run(
         # -p conftest: the book's conftest.py, which maps the tag, for a notebook outside book/
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "conftest",
-         "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"),
-         str(tmp_path / "chapter.ipynb"), "-q"],
-        capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "conftest",
+            "--rootdir",
+            str(ROOT),
+            "-c",
+            str(ROOT / "pyproject.toml"),
+            str(tmp_path / "chapter.ipynb"),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert "1 failed, 1 passed" in result.stdout, result.stdout[-2000:]
     assert "claim does not hold: small: 0.7 is not below 0.6" in result.stdout
@@ -170,11 +189,18 @@ def test_a_sweep_entry_and_its_table_give_each_run_and_the_smallest_margin(tmp_p
         "seed 1": {"claims": [{**made, "value": 0.15, "held": True}], "errors": ["cell 3: X"]},
     }
     entry = sweep.sweep_entry(path, measurements)
-    assert entry["claims"] == [{**made, "values": {"seed 0": 0.3, "seed 1": 0.15},
-                                "held": {"seed 0": True, "seed 1": True}}]
+    assert entry["claims"] == [
+        {
+            **made,
+            "values": {"seed 0": 0.3, "seed 1": 0.15},
+            "held": {"seed 0": True, "seed 1": True},
+        }
+    ]
     assert entry["errors"] == {"seed 1": ["cell 3: X"]}
-    record = {"runs": [{"name": "seed 0"}, {"name": "seed 1"}, {"name": "seed 2"}],
-              "notebooks": {"book/chapter.ipynb": entry}}
+    record = {
+        "runs": [{"name": "seed 0"}, {"name": "seed 1"}, {"name": "seed 2"}],
+        "notebooks": {"book/chapter.ipynb": entry},
+    }
     header, row = sweep.table_rows(record)
     assert header[-1] == "smallest margin"
     assert row == ["chapter", "A beats B", "> 0.1", "0.3", "0.15", "–", "0.05"]

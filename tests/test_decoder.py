@@ -72,8 +72,10 @@ def test_the_rolling_cache_equals_a_full_cache_with_the_window_mask():
     X = torch.randn(2, 12, 16)
     rolling, full = RollingKVCache(3), KVCache()
     with torch.no_grad():
-        outputs = [(layer(X[:, t : t + 1], cache=rolling), layer(X[:, t : t + 1], cache=full))
-                   for t in range(12)]  # fmt: skip
+        outputs = [
+            (layer(X[:, t : t + 1], cache=rolling), layer(X[:, t : t + 1], cache=full))
+            for t in range(12)
+        ]
     for t, (from_rolling, from_full) in enumerate(outputs):
         torch.testing.assert_close(from_rolling, from_full, rtol=0.0, atol=1e-6, msg=f"step {t}")
     assert len(full) == 12 and len(rolling) == 3  # the full cache grows, the rolling one does not
@@ -121,8 +123,14 @@ def test_a_window_mask_counts_the_query_itself():
 def test_chapter_9s_gpt_is_the_gpt2_configuration():
     gpt = randomized(GPT(VOCAB, 64, 128, 4, 2, max_len=13))
     assert isinstance(gpt, DecoderLM) and gpt.config == gpt2_config(VOCAB, max_len=13)
-    assert set(vars(GPT)) <= {"__init__", "__doc__", "__module__", "__qualname__",
-                              "__firstlineno__", "__static_attributes__"}  # no code of its own
+    assert set(vars(GPT)) <= {
+        "__init__",
+        "__doc__",
+        "__module__",
+        "__qualname__",
+        "__firstlineno__",
+        "__static_attributes__",
+    }  # no code of its own
     model = DecoderLM(gpt2_config(VOCAB, max_len=13)).eval()
     model.load_state_dict(gpt.state_dict())  # strict: the same parameters, the same names
     X = torch.randint(0, VOCAB, (2, 13))
@@ -144,9 +152,14 @@ def expanded_mha(layer: GroupedQueryAttention):
     """Chapter 6's MultiHeadAttention with ``layer``'s weights, shared heads copied out."""
     from companion.attention import MultiHeadAttention
 
-    mha = MultiHeadAttention(layer.num_hiddens, layer.num_heads, 0.0,
-                             query_size=layer.num_hiddens, key_size=layer.num_hiddens,
-                             value_size=layer.num_hiddens)  # fmt: skip
+    mha = MultiHeadAttention(
+        layer.num_hiddens,
+        layer.num_heads,
+        0.0,
+        query_size=layer.num_hiddens,
+        key_size=layer.num_hiddens,
+        value_size=layer.num_hiddens,
+    )
     group, d = layer.num_heads // layer.num_kv_heads, layer.head_dim
     with torch.no_grad():
         for name in ("W_q", "W_o"):
@@ -248,8 +261,9 @@ def test_a_rolling_cache_refuses_autograd():
 
 
 def test_generate_keeps_the_mode_when_a_step_raises_and_checks_sampling_first():
-    model = DecoderLM(llama_config(20, num_hiddens=16, num_heads=2, num_blks=1,
-                                   ffn_num_hiddens=24, max_len=8))
+    model = DecoderLM(
+        llama_config(20, num_hiddens=16, num_heads=2, num_blks=1, ffn_num_hiddens=24, max_len=8)
+    )
     model.train()
     prompt = torch.tensor([[1, 2]])
     with pytest.raises(ValueError, match="top_k"):

@@ -241,8 +241,10 @@ def test_prenorm_block_hints(capsys):
         (from_normalized, "the residual adds the normalized input"),
         (lambda X, a, f, b, g: prenorm_block(X, b, f, a, g), "the two norms are swapped"),
         (lambda X, a, f, b, g: g(b(X + f(a(X)))), "the second residual is missing"),
-        (lambda X, a, f, b, g: prenorm_block(X, lambda Y: Y, f, b, g),
-         "the attention reads X itself"),
+        (
+            lambda X, a, f, b, g: prenorm_block(X, lambda Y: Y, f, b, g),
+            "the attention reads X itself",
+        ),
         (lambda X, a, f, b, g: prenorm_block(X, a, f, lambda Y: Y, g), "the MLP reads X itself"),
         (lambda X, a, f, b, g: b(prenorm_block(X, a, f, b, g)), "the block ends with a norm"),
         (lambda X, a, f, b, g: prenorm_block(X, a, f, b, g)[:, 1:], "shape: expected"),

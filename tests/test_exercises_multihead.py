@@ -239,8 +239,9 @@ def test_head_ablation_hard_wired_to_the_chapter_fails(capsys):
 
 
 def multihead(queries, keys, values, W_q, W_k, W_v, W_o, num_heads):
-    q, k, v = (split_heads(X @ W, num_heads) for X, W in ((queries, W_q), (keys, W_k),
-                                                          (values, W_v)))
+    q, k, v = (
+        split_heads(X @ W, num_heads) for X, W in ((queries, W_q), (keys, W_k), (values, W_v))
+    )
     p = q.shape[-1]
     weights = torch.softmax(q @ k.transpose(-2, -1) / p**0.5, dim=-1)
     return merge_heads(weights @ v) @ W_o
@@ -259,8 +260,9 @@ def test_multihead_attention_equals_companions_layer(capsys):
         layer = MultiHeadAttention(queries.shape[-1], num_heads, dropout=0.0)
         layer(queries, keys, values)  # size the lazy projections
         with torch.no_grad():
-            for linear, W in zip((layer.W_q, layer.W_k, layer.W_v, layer.W_o),
-                                 (W_q, W_k, W_v, W_o)):
+            for linear, W in zip(
+                (layer.W_q, layer.W_k, layer.W_v, layer.W_o), (W_q, W_k, W_v, W_o)
+            ):
                 linear.weight.copy_(W.T)  # nn.Linear stores (out, in)
             return layer(queries, keys, values)
 
@@ -271,15 +273,19 @@ def test_multihead_attention_equals_companions_layer(capsys):
 def test_multihead_attention_hints(capsys):
     def scaled(scale_of):  # the right layer with another scale
         def fn(queries, keys, values, W_q, W_k, W_v, W_o, num_heads):
-            q, k, v = (split_heads(X @ W, num_heads) for X, W in ((queries, W_q), (keys, W_k),
-                                                                  (values, W_v)))
+            q, k, v = (
+                split_heads(X @ W, num_heads)
+                for X, W in ((queries, W_q), (keys, W_k), (values, W_v))
+            )
             weights = torch.softmax(q @ k.transpose(-2, -1) / scale_of(queries, q), dim=-1)
             return merge_heads(weights @ v) @ W_o
+
         return fn
 
     def no_transpose(queries, keys, values, W_q, W_k, W_v, W_o, num_heads):
         def split(X):
             return X.reshape(X.shape[0], num_heads, X.shape[1], -1)
+
         q, k, v = split(queries @ W_q), split(keys @ W_k), split(values @ W_v)
         weights = torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, dim=-1)
         out = weights @ v
@@ -288,14 +294,16 @@ def test_multihead_attention_hints(capsys):
     def interleaved(queries, keys, values, W_q, W_k, W_v, W_o, num_heads):
         def split(X):
             return X.reshape(X.shape[0], X.shape[1], -1, num_heads).permute(0, 3, 1, 2)
+
         q, k, v = split(queries @ W_q), split(keys @ W_k), split(values @ W_v)
         weights = torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, dim=-1)
         out = weights @ v  # (batch, heads, n, p)
         return out.permute(0, 2, 3, 1).reshape(out.shape[0], out.shape[2], -1) @ W_o
 
     def softmax_queries(queries, keys, values, W_q, W_k, W_v, W_o, num_heads):
-        q, k, v = (split_heads(X @ W, num_heads) for X, W in ((queries, W_q), (keys, W_k),
-                                                              (values, W_v)))
+        q, k, v = (
+            split_heads(X @ W, num_heads) for X, W in ((queries, W_q), (keys, W_k), (values, W_v))
+        )
         weights = torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, dim=-2)
         return merge_heads(weights @ v) @ W_o
 

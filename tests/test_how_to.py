@@ -71,12 +71,22 @@ def run_jupyter_lab(environment: dict[str, str], tmp_path: Path) -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     server = subprocess.Popen(
-        [str(ROOT / ".venv" / "bin" / "jupyter"), "lab", "--no-browser", f"--port={port}",
-         "--ServerApp.ip=127.0.0.1", f"--ServerApp.root_dir={tmp_path}",
-         # CI's containers run as root, which Jupyter refuses unless told
-         *(["--allow-root"] if os.geteuid() == 0 else [])],
-        cwd=tmp_path, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, start_new_session=True,
+        [
+            str(ROOT / ".venv" / "bin" / "jupyter"),
+            "lab",
+            "--no-browser",
+            f"--port={port}",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.root_dir={tmp_path}",
+            # CI's containers run as root, which Jupyter refuses unless told
+            *(["--allow-root"] if os.geteuid() == 0 else []),
+        ],
+        cwd=tmp_path,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )
     try:
         url, log = None, []
@@ -110,7 +120,7 @@ def run_jupyter_lab(environment: dict[str, str], tmp_path: Path) -> None:
 def test_each_command_of_the_page_runs(command, tmp_path):
     words = shlex.split(command)
     assignments = [w for w in words if re.fullmatch(r"[A-Z_]+=\S*", w)]
-    words = words[len(assignments):]
+    words = words[len(assignments) :]
     environment = _environment(assignments)
     if words[0] == "make" and len(words) >= 2:
         for word in words[2:]:
@@ -118,8 +128,9 @@ def test_each_command_of_the_page_runs(command, tmp_path):
         if any(word.startswith("PYTHON=") for word in words[2:]):
             # Another interpreter builds another .venv: here only the check that it is
             # supported runs (make -n shows what it would do).
-            done = subprocess.run(["make", "-n", *words[1:]], cwd=ROOT, capture_output=True,
-                                  text=True)
+            done = subprocess.run(
+                ["make", "-n", *words[1:]], cwd=ROOT, capture_output=True, text=True
+            )
             assert done.returncode == 0, done.stderr
             return
         run_make(words[1], environment)
@@ -138,7 +149,9 @@ def test_each_command_of_the_page_runs(command, tmp_path):
 def test_jupyterlab_loads_the_myst_and_nbgrader_extensions():
     """An extension that does not fit this JupyterLab is listed, but with an X: not loaded."""
     done = subprocess.run(
-        [str(BIN / "jupyter"), "labextension", "list"], capture_output=True, text=True,
+        [str(BIN / "jupyter"), "labextension", "list"],
+        capture_output=True,
+        text=True,
         env={**os.environ, "NO_COLOR": "1"},
     )
     listing = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)

@@ -268,8 +268,12 @@ def test_show_masks_draws_every_mask_on_the_same_0_to_1_scale(tmp_path):
 
     everything = torch.ones(4, 4, dtype=torch.bool)
     causal = torch.ones(4, 4, dtype=torch.bool).tril()
-    show_masks(torch.stack([everything, causal]), ["all", "causal"], list("abcd"),
-               path=tmp_path / "masks.png")
+    show_masks(
+        torch.stack([everything, causal]),
+        ["all", "causal"],
+        list("abcd"),
+        path=tmp_path / "masks.png",
+    )
     fig = plt.gcf()
     images = [ax.images[0] for ax in fig.axes]
     assert [image.get_clim() for image in images] == [(0, 1), (0, 1)]

@@ -171,9 +171,11 @@ def test_grouped_query_attention_equals_llamas(num_kv_heads):
     theirs = randomize(LlamaAttention(config, layer_idx=0))
     head_dim = config.hidden_size // config.num_attention_heads
     mine = GroupedQueryAttention(
-        config.hidden_size, config.num_attention_heads, num_kv_heads,
+        config.hidden_size,
+        config.num_attention_heads,
+        num_kv_heads,
         rotary=RotaryEmbedding(head_dim, config.rope_parameters["rope_theta"]),
-    ).eval()  # fmt: skip
+    ).eval()
     copy_attention(theirs, mine)
     X = torch.randn(2, 7, config.hidden_size)
     cos, sin = LlamaRotaryEmbedding(config)(X, torch.arange(7)[None])

@@ -57,8 +57,11 @@ def test_every_exercise_gets_its_nbgrader_cells(path):
     book = nbformat.read(path, as_version=4)
     found = exercises(book)
     course = course_notebook(book, path.name)
-    graded = {cell.metadata["nbgrader"]["grade_id"]: cell for cell in course.cells
-              if "nbgrader" in cell.metadata}
+    graded = {
+        cell.metadata["nbgrader"]["grade_id"]: cell
+        for cell in course.cells
+        if "nbgrader" in cell.metadata
+    }
     for exercise in found:
         if exercise.kind == "coding":
             test = graded[f"{exercise.label}-test"]
@@ -114,7 +117,7 @@ def _mistakes(checker: str) -> list:
     return seen[0]
 
 
-TYPICAL_MISTAKE = '''\
+TYPICAL_MISTAKE = """\
 # A typical wrong answer, made by tests/test_nbgrader.py: {checker}'s own first typical mistake
 # ("{hint}") stands in for {function}.
 import {module} as _checker_module
@@ -130,7 +133,7 @@ def _typical_mistake(student_fn, reference_fn, make_inputs, mistakes=(), *args, 
 
 
 _checker_module.check = _typical_mistake
-'''
+"""
 
 
 def _nbgrader(course: Path, *args: str) -> None:
@@ -176,9 +179,13 @@ def _chapter_round_trip(course: Path, chapter: str, submissions: str) -> dict:
             module = getattr(companion.exercises, call.checker).__module__
             wrong = nbformat.from_dict(source)
             cell = next(c for c in wrong.cells if c.get("id") == book.cells[call.cell].id)
-            cell.source = TYPICAL_MISTAKE.format(
-                checker=call.checker, hint=mistakes[0][1], function=call.function, module=module
-            ) + "\n\n" + cell.source
+            cell.source = (
+                TYPICAL_MISTAKE.format(
+                    checker=call.checker, hint=mistakes[0][1], function=call.function, module=module
+                )
+                + "\n\n"
+                + cell.source
+            )
             student = f"mistake-{call.checker}"
             _submit(course, chapter, student, wrong)
             expected[student] = (tests, {f"{exercise.label}-test"}, mistakes[0][1])
@@ -267,8 +274,10 @@ def test_feedback_shows_the_typical_mistakes_hint(round_trip):
 
 def test_course_command_writes_the_config_and_every_chapter(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "tools.nbgrader", "--out", str(tmp_path)], cwd=ROOT,
-        capture_output=True, text=True,
+        [sys.executable, "-m", "tools.nbgrader", "--out", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in (tmp_path / "source").iterdir()) == sorted(

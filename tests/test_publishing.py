@@ -48,7 +48,9 @@ def test_colab_cell_installs_this_repository_at_the_release_tag(path):
 def test_the_repository_url_is_written_only_in_config_and_the_generated_cells():
     tracked = subprocess.run(
         ["git", "grep", "-l", "-F", URL.removeprefix("https://")],
-        cwd=ROOT, capture_output=True, text=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     files = set(tracked.stdout.split())
     notebooks = {path.relative_to(ROOT).as_posix() for path in NOTEBOOKS}

@@ -30,8 +30,9 @@ def test_the_committed_results_hold_the_current_setting():
 def test_non_embedding_parameters_leave_out_the_two_tables():
     config = scaling.width_config(30, 16)
     model = DecoderLM(config)
-    blocks = sum(p.numel() for name, p in model.named_parameters()
-                 if not name.endswith("embedding.weight"))
+    blocks = sum(
+        p.numel() for name, p in model.named_parameters() if not name.endswith("embedding.weight")
+    )
     assert scaling.non_embedding_parameters(config) == blocks
 
 

@@ -491,9 +491,15 @@ def test_a_beam_as_wide_as_all_sequences_finds_the_best(make_model):
         model = make_model(vocab_size=vocab_size, seed=seed)
         src, valid_len = source_batch(vocab_size, batch_size=2, num_steps=4, seed=seed)
         beam = beam_search(
-            model, src, valid_len, BOS, EOS, num_steps, vocab_size**num_steps,
+            model,
+            src,
+            valid_len,
+            BOS,
+            EOS,
+            num_steps,
+            vocab_size**num_steps,
             length_penalty=length_penalty,
-        )  # fmt: skip
+        )
         expected = brute_force(model, src, valid_len, num_steps, length_penalty)
         for tokens, score, (_, best_score, best_tokens) in zip(beam.tokens, beam.scores, expected):
             assert score == pytest.approx(best_score, abs=1e-5)

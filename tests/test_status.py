@@ -252,8 +252,10 @@ def test_make_outputs_starts_a_notebook_that_runs_alone_without_the_wait_policy(
         monkeypatch.setattr(record, "busy_share", lambda busy=busy: busy)
         for path in paths:
             path.parent.mkdir(parents=True, exist_ok=True)
-            cells = [nbformat.v4.new_code_cell("# replaced by the set-up cell"),
-                     nbformat.v4.new_code_cell(shown)]
+            cells = [
+                nbformat.v4.new_code_cell("# replaced by the set-up cell"),
+                nbformat.v4.new_code_cell(shown),
+            ]
             nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
         assert execute_and_record(paths, record_path=tmp_path / "record.json", root=tmp_path)
         printed = [nbformat.read(path, as_version=4).cells[1].outputs[0].text for path in paths]

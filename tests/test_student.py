@@ -318,7 +318,9 @@ def student(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("student")
     built = subprocess.run(
         [sys.executable, "-m", "tools.student", "--out", str(out)],
-        cwd=ROOT, capture_output=True, text=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
     return out
@@ -547,7 +549,9 @@ def test_student_notebook_runs_to_its_end_and_says_what_is_not_implemented(stude
     notebook = nbformat.read(student / "notebooks" / path.name, as_version=4)
     assert student / "notebooks" / path.name in written
     NotebookClient(
-        notebook, timeout=300, kernel_name="python3",
+        notebook,
+        timeout=300,
+        kernel_name="python3",
         resources={"metadata": {"path": str(student / "notebooks")}},
     ).execute()  # raises CellExecutionError at the first cell that raises
     printed = {

@@ -107,6 +107,7 @@ def _parse_date(text: str) -> datetime.date:
     if two_digit:  # the module's rule, not strptime's (which pivots at 69)
         year = int(two_digit.group(1))
         text = text[: two_digit.start(1)] + str(1900 + year if year >= 50 else 2000 + year)
+    # Several formats a line, like the style table they mirror (fmt: skip).
     formats = [
         "%d %B %Y", "%d %b %Y", "%B %d, %Y", "%b %d, %Y", "%A, %B %d, %Y", "%a, %d %b %Y",
         "%A %d %B %Y", "%d-%b-%Y", "%d.%m.%Y", "%m/%d/%Y", "%Y-%m-%d",

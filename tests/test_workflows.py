@@ -121,7 +121,10 @@ def make_site_test_debs(tmp_path: Path, ci: str | None) -> subprocess.CompletedP
         env["CI"] = ci
     return subprocess.run(
         ["make", "--no-print-directory", "site-test-debs", "SITE_TEST_DEBS=no-such-package-zz"],
-        cwd=ROOT, env=env, capture_output=True, text=True,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
     )
 
 

@@ -156,11 +156,14 @@ def check_capability(run: Run) -> None:
     if wanted is None:
         return
     command = [sys.executable, "-c", "import torch; print(torch.backends.cpu.get_cpu_capability())"]
-    used = subprocess.run(command, check=True, capture_output=True, text=True,
-                          env={**os.environ, **run.environment}).stdout.strip()
+    used = subprocess.run(
+        command, check=True, capture_output=True, text=True, env={**os.environ, **run.environment}
+    ).stdout.strip()
     if used.lower() != wanted.lower() and wanted != "default":
-        raise SystemExit(f"error: run {run.name!r} needs ATEN_CPU_CAPABILITY={wanted}, "
-                         f"but this CPU gives torch {used}; sweep on a CPU that has it")
+        raise SystemExit(
+            f"error: run {run.name!r} needs ATEN_CPU_CAPABILITY={wanted}, "
+            f"but this CPU gives torch {used}; sweep on a CPU that has it"
+        )
 
 
 def measure(path: Path, run: Run) -> dict:
@@ -186,8 +189,13 @@ def sweep_entry(path: Path, measurements: dict[str, dict]) -> dict:
         for made in measured["claims"]:
             entry = claims.setdefault(
                 made["claim"],
-                {"claim": made["claim"], "above": made["above"], "below": made["below"],
-                 "values": {}, "held": {}},
+                {
+                    "claim": made["claim"],
+                    "above": made["above"],
+                    "below": made["below"],
+                    "values": {},
+                    "held": {},
+                },
             )
             entry["values"][run_name] = made["value"]
             entry["held"][run_name] = made["held"]
@@ -209,9 +217,16 @@ def kept_measurements(entry: dict | None, path: Path, replaced: list[str]) -> di
             continue
         made = [c for c in entry["claims"] if run.name in c["values"]]
         kept[run.name] = {
-            "claims": [{"claim": c["claim"], "above": c["above"], "below": c["below"],
-                        "value": c["values"][run.name], "held": c["held"][run.name]}
-                       for c in made],
+            "claims": [
+                {
+                    "claim": c["claim"],
+                    "above": c["above"],
+                    "below": c["below"],
+                    "value": c["values"][run.name],
+                    "held": c["held"][run.name],
+                }
+                for c in made
+            ],
             "errors": entry["errors"].get(run.name, []),
         }
     return kept
@@ -223,8 +238,9 @@ def read_claims(path: Path = CLAIMS) -> dict:
     return json.loads(path.read_text())
 
 
-def sweep(paths: list[Path], record_path: Path = CLAIMS, root: Path = ROOT,
-          only: list[str] | None = None) -> bool:
+def sweep(
+    paths: list[Path], record_path: Path = CLAIMS, root: Path = ROOT, only: list[str] | None = None
+) -> bool:
     """Measure every claim of ``paths`` under every run; True if every claim held everywhere.
 
     ``only`` names the runs to measure; the other runs' values are kept from the record, which
@@ -232,8 +248,10 @@ def sweep(paths: list[Path], record_path: Path = CLAIMS, root: Path = ROOT,
     checked: after a library change, sweep every run)."""
     unknown = set(only or ()) - {run.name for run in RUNS}
     if unknown:
-        raise SystemExit(f"error: no run named {', '.join(sorted(unknown))}; "
-                         f"runs: {', '.join(run.name for run in RUNS)}")
+        raise SystemExit(
+            f"error: no run named {', '.join(sorted(unknown))}; "
+            f"runs: {', '.join(run.name for run in RUNS)}"
+        )
     runs = [run for run in RUNS if only is None or run.name in only]
     for run in runs:
         check_capability(run)
@@ -294,11 +312,15 @@ def table_rows(record: dict) -> list[list[str]]:
     for name, entry in sorted(record["notebooks"].items()):
         for claim in entry["claims"]:
             values = [claim["values"].get(run) for run in run_names]
-            rows.append([
-                Path(name).stem, claim["claim"], bound_text(claim),
-                *("–" if value is None else f"{value:.4g}" for value in values),
-                f"{margin(claim):.3g}",
-            ])
+            rows.append(
+                [
+                    Path(name).stem,
+                    claim["claim"],
+                    bound_text(claim),
+                    *("–" if value is None else f"{value:.4g}" for value in values),
+                    f"{margin(claim):.3g}",
+                ]
+            )
     return rows
 
 
@@ -359,8 +381,10 @@ def quoted_trained_numbers(notebook) -> list[str]:
     """
     code = " ".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
     exact = " ".join(  # measured times (# NBVAL_IGNORE_OUTPUT) differ by machine: left out
-        output_text(cell) for cell in notebook.cells
-        if cell.cell_type == "code" and not is_trained(cell)
+        output_text(cell)
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        and not is_trained(cell)
         and not cell.source.startswith("# NBVAL_IGNORE_OUTPUT")
     )
     fixed = set(printed_values(code)) | set(printed_values(exact))
@@ -402,7 +426,7 @@ def main(argv: list[str]) -> int:
         while "--run" in args:
             at = args.index("--run")
             only = [*(only or []), args[at + 1]]
-            args = args[:at] + args[at + 2:]
+            args = args[:at] + args[at + 2 :]
         paths = [Path(arg).resolve() for arg in args] or trained_notebooks()
         held = sweep(paths, only=only)
         print(f"recorded in {CLAIMS_PATH}")

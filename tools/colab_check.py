@@ -203,36 +203,70 @@ def fresh_install(python: str, workdir: Path, torch_args: list[str], root: Path 
 def run_notebooks(venv: Path, workdir: Path, root: Path = ROOT) -> None:
     """Step 5: the notebooks, copied out of the repository, under ``pytest --nbval-lax``."""
     environment = reader_environment(venv)
-    run([venv / "bin" / "python", "-m", "pip", "install", "--quiet", *NOTEBOOK_TOOLS,
-         *COLAB_PREINSTALLED], env=environment)
+    run(
+        [
+            venv / "bin" / "python",
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            *NOTEBOOK_TOOLS,
+            *COLAB_PREINSTALLED,
+        ],
+        env=environment,
+    )
     folder = workdir / "notebooks"
     folder.mkdir()
     for path in toc_notebooks(root):
         shutil.copy2(path, folder / path.name)
     versions = subprocess.run(
-        [venv / "bin" / "python", "-c",
-         "import sys, torch, numpy, matplotlib; print(sys.version.split()[0], torch.__version__,"
-         " numpy.__version__, matplotlib.__version__)"],
-        env=environment, capture_output=True, text=True, check=True,
+        [
+            venv / "bin" / "python",
+            "-c",
+            "import sys, torch, numpy, matplotlib; print(sys.version.split()[0], torch.__version__,"
+            " numpy.__version__, matplotlib.__version__)",
+        ],
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.split()
     say("Python {}, torch {}, numpy {}, matplotlib {}".format(*versions))
     run(
-        [venv / "bin" / "python", "-m", "pytest", "--nbval-lax", "--nbval-current-env",
-         "-p", "no:cacheprovider", "-q", "."],
+        [
+            venv / "bin" / "python",
+            "-m",
+            "pytest",
+            "--nbval-lax",
+            "--nbval-current-env",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            ".",
+        ],
         env=environment,
         cwd=folder,
     )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.colab_check", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.colab_check",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("stage", choices=["install", "colab"])
-    parser.add_argument("--python", help="the interpreter of the venv (install: this one; "
-                        "colab: $PYTHON312 or a Python 3.12 found here)")
-    parser.add_argument("--torch", default=None,
-                        help="pip's arguments for torch, installed first (default: the lock's "
-                        "version, whose CPU wheel is on this machine)")
+    parser.add_argument(
+        "--python",
+        help="the interpreter of the venv (install: this one; "
+        "colab: $PYTHON312 or a Python 3.12 found here)",
+    )
+    parser.add_argument(
+        "--torch",
+        default=None,
+        help="pip's arguments for torch, installed first (default: the lock's "
+        "version, whose CPU wheel is on this machine)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args(argv)
     torch_args = shlex.split(args.torch) if args.torch else ["--no-index", locked_torch()]
@@ -240,20 +274,28 @@ def main(argv: list[str] | None = None) -> int:
     if args.stage == "colab" and python is None:
         python = find_python312()
         if python is None:
-            print("error: make colab-check needs Python 3.12 (Colab's version) and found none: "
-                  "set PYTHON312=/path/to/python3.12", file=sys.stderr)
+            print(
+                "error: make colab-check needs Python 3.12 (Colab's version) and found none: "
+                "set PYTHON312=/path/to/python3.12",
+                file=sys.stderr,
+            )
             return 1
         if not args.torch and not has_local_torch(python, torch_args):
             # Colab's torch is a CUDA build, and so is the index's: several GB, fetched once
             # into pip's cache. The check stays on Python 3.12, the version readers run.
-            print(f"note: no local wheel of {torch_args[-1]} fits Python 3.12 here: it comes "
-                  "from the package index (the CUDA build, as in Colab; several GB)", flush=True)
+            print(
+                f"note: no local wheel of {torch_args[-1]} fits Python 3.12 here: it comes "
+                "from the package index (the CUDA build, as in Colab; several GB)",
+                flush=True,
+            )
             torch_args = [torch_args[-1]]
     python = python or sys.executable
     if "--no-index" in torch_args and not has_local_torch(python, torch_args):
-        print(f"error: no local wheel of {torch_args[-1]} for {python}: set COLAB_TORCH "
-              "(make) or --torch to pip's arguments for torch, e.g. 'torch', to download one",
-              file=sys.stderr)
+        print(
+            f"error: no local wheel of {torch_args[-1]} for {python}: set COLAB_TORCH "
+            "(make) or --torch to pip's arguments for torch, e.g. 'torch', to download one",
+            file=sys.stderr,
+        )
         return 1
     start = time.perf_counter()
     workdir = Path(tempfile.mkdtemp(prefix=f"companion-{args.stage}-check-"))

@@ -151,13 +151,15 @@ class ExecutionStatusDirective(SphinxDirective):
         rows = []
         for name in notebooks:
             entry = entries.get(name, {})
-            rows.append([
-                self.chapter_link(name),
-                nodes.literal(text=Path(name).name),
-                readable_time(entry.get("executed_at", "")),
-                seconds_cell(entry.get("seconds")),
-                entry.get("result", "not executed"),
-            ])
+            rows.append(
+                [
+                    self.chapter_link(name),
+                    nodes.literal(text=Path(name).name),
+                    readable_time(entry.get("executed_at", "")),
+                    seconds_cell(entry.get("seconds")),
+                    entry.get("result", "not executed"),
+                ]
+            )
         total = sum(entries.get(name, {}).get("seconds", 0.0) for name in notebooks)
         rows.append(["All notebooks", "", "", f"{total:.1f}", ""])
         budget = execution_record.NOTEBOOK_BUDGET_S

@@ -88,8 +88,12 @@ def chapters(root: Path = ROOT, titles: dict[str, str] | None = None) -> list[Ch
     for path in toc_notebooks(root):
         notebook = nbformat.read(path, as_version=4)
         heading = next(
-            (line[2:] for c in notebook.cells for line in c.source.splitlines()
-             if c.cell_type == "markdown" and line.startswith("# ")),
+            (
+                line[2:]
+                for c in notebook.cells
+                for line in c.source.splitlines()
+                if c.cell_type == "markdown" and line.startswith("# ")
+            ),
             path.stem,
         )
         title = (titles or {}).get(path.stem) or heading.split(":")[0].strip()
@@ -161,9 +165,11 @@ def generated(text: str, root: Path = ROOT) -> str:
         for e in chapter.exercises:
             minutes.setdefault(e.label, MINUTES.get(e.difficulty or "", 30))
     start = text.index(SECTION)
-    start = text.rindex("(sec-instructor-exercises)=", 0, start) if (
-        "(sec-instructor-exercises)=" in text[:start]
-    ) else start
+    start = (
+        text.rindex("(sec-instructor-exercises)=", 0, start)
+        if ("(sec-instructor-exercises)=" in text[:start])
+        else start
+    )
     lines = [INTRO, *table(book, minutes), "", SCHEDULE_INTRO]
     for heading, weeks in SCHEDULES.items():
         lines += schedule(book, weeks, heading, minutes)

@@ -52,6 +52,7 @@ def not_implemented_stub(label: str | None) -> tuple[str, str]:
     message = f"not implemented yet: {label}" if label else "not implemented yet"
     return ("# YOUR CODE HERE", f'print("{message}")')
 
+
 # A gate is a directive at the start of a line: ```{solution-start} label
 _GATE = re.compile(r"^```\{(solution-start|solution-end|exercise-start|exercise-end)\}", re.M)
 

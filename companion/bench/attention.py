@@ -202,7 +202,10 @@ def _run_worker(n: int, mode: str) -> dict:
     """Run :func:`_attention_worker` in a fresh interpreter; a crash becomes a skip reason."""
     try:
         return run_in_fresh_process(
-            "companion.bench.attention", "_attention_worker", n, mode,
+            "companion.bench.attention",
+            "_attention_worker",
+            n,
+            mode,
             release_freed_memory=mode == "memory",
         )
     except subprocess.CalledProcessError as failed:
@@ -287,9 +290,13 @@ def main(argv: Sequence[str]) -> int:
         description="Forward+backward time and peak memory of multi-head self-attention.",
     )
     parser.add_argument(
-        "--lengths", type=int, nargs="+", default=list(LENGTHS), metavar="N",
+        "--lengths",
+        type=int,
+        nargs="+",
+        default=list(LENGTHS),
+        metavar="N",
         help=f"sequence lengths (default: {' '.join(map(str, LENGTHS))})",
-    )  # fmt: skip
+    )
     args = parser.parse_args(list(argv))
     if any(n < 1 for n in args.lengths):
         parser.error(f"--lengths must be positive; got {args.lengths}")
@@ -337,22 +344,37 @@ def main(argv: Sequence[str]) -> int:
     )
 
     columns = (
-        ("n", 6), ("explicit ms", 12), ("fused ms", 10), ("torch ms", 10),
-        ("explicit MiB", 13), ("fused MiB", 10), ("torch MiB", 10),
-        ("f/e time", 9), ("f/t time", 9), ("f/e mem", 8), ("f/t mem", 8), ("runs e/f/t", 11),
-    )  # fmt: skip
+        ("n", 6),
+        ("explicit ms", 12),
+        ("fused ms", 10),
+        ("torch ms", 10),
+        ("explicit MiB", 13),
+        ("fused MiB", 10),
+        ("torch MiB", 10),
+        ("f/e time", 9),
+        ("f/t time", 9),
+        ("f/e mem", 8),
+        ("f/t mem", 8),
+        ("runs e/f/t", 11),
+    )
     lines = [*header, ""]
     lines.append(" ".join(title.rjust(width) for title, width in columns))
     for n, row in table.items():
         e, f, t = (row[name] for name in IMPLEMENTATIONS)
         cells = [
             str(n),
-            _cell(e, "ms", ".1f"), _cell(f, "ms", ".1f"), _cell(t, "ms", ".1f"),
-            _cell(e, "mib", ".1f"), _cell(f, "mib", ".1f"), _cell(t, "mib", ".1f"),
-            _format_ratio(_ratio(f, e, "ms")), _format_ratio(_ratio(f, t, "ms")),
-            _format_ratio(_ratio(f, e, "mib")), _format_ratio(_ratio(f, t, "mib")),
+            _cell(e, "ms", ".1f"),
+            _cell(f, "ms", ".1f"),
+            _cell(t, "ms", ".1f"),
+            _cell(e, "mib", ".1f"),
+            _cell(f, "mib", ".1f"),
+            _cell(t, "mib", ".1f"),
+            _format_ratio(_ratio(f, e, "ms")),
+            _format_ratio(_ratio(f, t, "ms")),
+            _format_ratio(_ratio(f, e, "mib")),
+            _format_ratio(_ratio(f, t, "mib")),
             "/".join(str(r.get("runs", 0)) for r in (e, f, t)),
-        ]  # fmt: skip
+        ]
         lines.append(" ".join(cell.rjust(width) for cell, (_, width) in zip(cells, columns)))
     skipped = [
         f"  n={n} {name}: {result['skipped']}"

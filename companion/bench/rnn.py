@@ -44,8 +44,6 @@ def main(argv: Sequence[str]) -> int:
     ]
     for name, rows in runs.items():
         for row in rows:
-            lines.append(
-                f"{name:<12}{row['seed']:>5}" + "".join(f"{row[c]:>15}" for c in COLUMNS)
-            )
+            lines.append(f"{name:<12}{row['seed']:>5}" + "".join(f"{row[c]:>15}" for c in COLUMNS))
     print("\n".join(lines))
     return 0

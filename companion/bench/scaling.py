@@ -42,8 +42,12 @@ def main(argv: Sequence[str]) -> int:
     results: dict[str, Any] = {
         **common.run_record("scaling", device, threads, load_before),
         "seconds": round(time.perf_counter() - start, 1),
-        "settings": {"widths": list(WIDTHS), "steps": list(STEPS), "batch_size": BATCH_SIZE,
-                     "seeds": args.seeds},
+        "settings": {
+            "widths": list(WIDTHS),
+            "steps": list(STEPS),
+            "batch_size": BATCH_SIZE,
+            "seeds": args.seeds,
+        },
         "parameters": {
             str(w): non_embedding_parameters(width_config(vocab_size, w)) for w in WIDTHS
         },

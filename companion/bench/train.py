@@ -35,8 +35,9 @@ MODEL_RECIPES = {name: f"companion.recipes.{name}" for name in ("gpt", "llama", 
 
 def _table(titles: Sequence[str], rows: list[tuple[str, ...]]) -> list[str]:
     widths = [max(len(t), *(len(r[i]) for r in rows)) for i, t in enumerate(titles)]
-    return ["  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
-            for cells in (titles, *rows)]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip() for cells in (titles, *rows)
+    ]
 
 
 def model_rows(names: Sequence[str], seed: int, device: torch.device) -> list[tuple[str, ...]]:
@@ -48,8 +49,17 @@ def model_rows(names: Sequence[str], seed: int, device: torch.device) -> list[tu
             seed, device
         )
         seconds = f"{result.seconds:.1f}" if result.reached else "not reached"
-        rows.append((name, result.task, result.model, result.target, seconds,
-                     str(result.epochs), f"{result.score:.4f}"))
+        rows.append(
+            (
+                name,
+                result.task,
+                result.model,
+                result.target,
+                seconds,
+                str(result.epochs),
+                f"{result.score:.4f}",
+            )
+        )
     return rows
 
 
@@ -96,8 +106,11 @@ def main(argv: Sequence[str]) -> int:
     if rows:
         lines += ["", *_table(titles, rows)]
     if models:
-        lines += ["", "Transformers today (test score: the gap to the floor for gpt and llama, "
-                  "else accuracy)"]
+        lines += [
+            "",
+            "Transformers today (test score: the gap to the floor for gpt and llama, "
+            "else accuracy)",
+        ]
         lines += _table(titles, models)
     print("\n".join(lines))
     return 0

@@ -203,9 +203,7 @@ NO_SECOND_RESIDUAL = (
     "the second residual is missing: return X + mlp(ln2(X)), not mlp(ln2(X)), or the block drops "
     "everything the attention added"
 )
-ATTENTION_UNNORMALIZED = (
-    "the attention reads X itself: normalize first, X + attention(ln1(X))"
-)
+ATTENTION_UNNORMALIZED = "the attention reads X itself: normalize first, X + attention(ln1(X))"
 MLP_UNNORMALIZED = "the MLP reads X itself: normalize first, X + mlp(ln2(X))"
 FINAL_NORM = (
     "the block ends with a norm: in a pre-norm stack the output of each block stays "
@@ -286,6 +284,7 @@ def check_prenorm_block(
     shape ``(batch, steps, d)``; ``ln1`` and ``ln2`` are ``nn.LayerNorm(d)`` with learned scales
     and shifts, ``attention`` (causal self-attention) and ``mlp`` map ``(batch, steps, d)`` to
     the same shape."""
+
     def mistake(how: str) -> Callable[..., torch.Tensor]:
         return lambda *inputs: _prenorm_block(*inputs, how=how)
 

@@ -285,6 +285,7 @@ def check_multihead_attention(
     features, scaled dot-product attention in each head (``/ sqrt(p)``), concatenate the heads
     and multiply by ``W_o``. Queries are ``(batch, queries, d)``, keys and values ``(batch,
     keys, d)``; the result is ``(batch, queries, d)``."""
+
     def mistake(how: str) -> Callable[..., torch.Tensor]:
         return lambda *inputs: _multihead(*inputs, how=how)
 

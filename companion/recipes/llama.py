@@ -17,8 +17,10 @@ def recipe_llama(vocab_size: int) -> tuple[nn.Module, str]:
     """The "all four" variant (RMSNorm, RoPE, SwiGLU, GQA) at the GPT recipe's parameter count
     (the GPT recipe's model is the ablation's GPT-2 block), and its name."""
     config = variant_configs(vocab_size)["all four"]
-    name = (f"Llama-style (RMSNorm, RoPE, SwiGLU, GQA), {config.num_hiddens} wide, "
-            f"{config.num_blks} blocks")
+    name = (
+        f"Llama-style (RMSNorm, RoPE, SwiGLU, GQA), {config.num_hiddens} wide, "
+        f"{config.num_blks} blocks"
+    )
     return DecoderLM(config), name
 
 

@@ -100,7 +100,6 @@ def train_classifier(
     )
 
 
-
 def time_to_quality(seed: int = 0, device: torch.device | None = None) -> TimeToQuality:
     """Train the chapter's ViT (:class:`DigitsRecipe`) from scratch on the digits until its
     validation accuracy has reached the target (0.95) at ``epochs_at_target`` (3) epochs in a
@@ -149,8 +148,7 @@ def time_to_quality(seed: int = 0, device: torch.device | None = None) -> TimeTo
         task=f"digits 8x8, {len(splits.train.labels)} training images",
         model=f"ViT, {recipe.patch_size}x{recipe.patch_size} patches, "
         f"{recipe.num_hiddens} wide, {recipe.num_blks} blocks",
-        target=f"validation accuracy >= {recipe.target}, {recipe.epochs_at_target} epochs "
-        "in a row",
+        target=f"validation accuracy >= {recipe.target}, {recipe.epochs_at_target} epochs in a row",
         reached=at_target(),
         seconds=seconds,
         epochs=len(history["epoch"]),

@@ -8,6 +8,7 @@ import random
 
 from companion.tasks.splits import Pair, Splits, make_splits
 
+# Six months a line, as on a calendar (kept so by fmt: skip).
 MONTHS = (
     "January", "February", "March", "April", "May", "June",
     "July", "August", "September", "October", "November", "December",
