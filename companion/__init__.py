@@ -7,13 +7,6 @@ chapter's own helpers come from their module (``companion.tasks.language``, ``co
 unchanged; ``__all__`` lists them last, under "d2l compatibility".
 """
 
-from companion.attention import (
-    AdditiveAttention,
-    DotProductAttention,
-    MultiHeadAttention,
-    masked_softmax,
-    record_attention,
-)
 from companion.bert import (
     BERTEncoder,
     BERTModel,
@@ -26,12 +19,22 @@ from companion.data import kernel_regression_data
 from companion.decoder import DecoderConfig, DecoderLM, gpt2_config, llama_config
 from companion.decoding import beam_search, decode, greedy_decode
 from companion.device import get_device
-from companion.efficient import LinearAttention
-from companion.feedforward import SwiGLU
-from companion.gqa import GroupedQueryAttention, RollingKVCache
+from companion.layers.attention import (
+    AdditiveAttention,
+    DotProductAttention,
+    MultiHeadAttention,
+    masked_softmax,
+    record_attention,
+)
+from companion.layers.efficient import LinearAttention
+from companion.layers.feedforward import SwiGLU
+from companion.layers.gqa import GroupedQueryAttention, RollingKVCache
+from companion.layers.norms import RMSNorm
+from companion.layers.pooling import NWKernelRegression, leave_one_out, nadaraya_watson
+from companion.layers.positional import PositionalEncoding
+from companion.layers.rotary import RotaryEmbedding
 from companion.lm import GPT
 from companion.metrics import bleu, corpus_bleu, exact_match
-from companion.norms import RMSNorm
 from companion.plot import (
     plot,
     plot_attention,
@@ -39,10 +42,7 @@ from companion.plot import (
     plot_kernel_regression,
     show_heatmaps,
 )
-from companion.pooling import NWKernelRegression, leave_one_out, nadaraya_watson
-from companion.positional import PositionalEncoding
 from companion.repro import reproducible
-from companion.rotary import RotaryEmbedding
 from companion.seq2seq import (
     EncoderDecoder,
     Seq2Seq,

@@ -38,7 +38,7 @@ from companion._validate import (
     check_valid_lens,
     values_checked,
 )
-from companion.attention import _linear
+from companion.layers.attention import _linear
 from companion.transformer import TransformerEncoderBlock
 
 CLS, SEP, MASK = "<cls>", "<sep>", "<mask>"

@@ -24,9 +24,9 @@ from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from companion.attention import DotProductAttention
 from companion.device import get_device
-from companion.efficient import LinearAttention
+from companion.layers.attention import DotProductAttention
+from companion.layers.efficient import LinearAttention
 from companion.measure import memory_probe, run_in_fresh_process, synchronize, use_threads
 
 

@@ -35,10 +35,10 @@ from companion._validate import (
     check_steps,
     check_token_ids,
 )
-from companion.gqa import Cache, RollingKVCache, steps_seen
-from companion.kv_cache import KVCache
-from companion.positional import PositionalEncoding
-from companion.rotary import RotaryEmbedding, check_pairing
+from companion.layers.gqa import Cache, RollingKVCache, steps_seen
+from companion.layers.kv_cache import KVCache
+from companion.layers.positional import PositionalEncoding
+from companion.layers.rotary import RotaryEmbedding, check_pairing
 from companion.sampling import check_sampling_arguments, generate_tokens
 from companion.transformer import PreNormBlock, make_norm
 

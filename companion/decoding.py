@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from companion._validate import check_positive
-from companion.attention import record_attention
+from companion.layers.attention import record_attention
 from companion.train import eval_mode
 
 State = Any  # whatever a decoder's init_state returns: tensors in tuples, lists or dicts

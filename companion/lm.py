@@ -19,7 +19,7 @@ Two choices, made here and explained in the chapter:
 
 :meth:`GPT.generate` (the decoder's) samples with :func:`companion.sampling.sample_next`
 and, by default, reads the keys and values of earlier positions from a
-:class:`companion.kv_cache.KVCache` per block, so each new token costs one position's work;
+:class:`companion.layers.kv_cache.KVCache` per block, so each new token costs one position's work;
 ``use_cache=False`` re-runs the whole prefix at every step, for comparison. Both give the same
 tokens.
 
@@ -46,7 +46,7 @@ class GPT(DecoderLM):
     GPT is :class:`~companion.decoder.DecoderLM` configured as GPT-2
     (:func:`~companion.decoder.gpt2_config`), built from d2l-style arguments: the forward pass,
     the caches and :meth:`generate` are the decoder's, and sec-modern-decoder changes only the
-    configuration. ``caches`` (:meth:`new_caches`, one :class:`~companion.kv_cache.KVCache` per
+    configuration. ``caches`` (:meth:`new_caches`, one :class:`~companion.layers.kv_cache.KVCache` per
     block, each its own) make the call continue the sequence they hold. ``causal=False`` drops
     the mask and turns the model into an encoder, which next-token training cannot use: each
     position would see the token it must predict.

@@ -26,8 +26,9 @@ from torch import nn
 from torch.nn.parameter import UninitializedParameter
 
 from companion._validate import check_dropout, check_positive, check_token_ids
-from companion.attention import AdditiveAttention, KVCache
 from companion.decoding import Decoded, Decoder, State, decode, decode_steps
+from companion.layers.attention import AdditiveAttention
+from companion.layers.kv_cache import KVCache
 from companion.train import sequence_loss
 
 
@@ -172,7 +173,7 @@ class Seq2SeqAttentionDecoder(nn.Module):
     of the last forward pass. Parameter names are those of the book's class.
 
     The state is d2l's ``(enc_outputs, hidden_state, enc_valid_lens)`` and a static
-    :class:`~companion.kv_cache.KVCache` that holds the projected keys ``W_k h_t`` (and the
+    :class:`~companion.layers.kv_cache.KVCache` that holds the projected keys ``W_k h_t`` (and the
     values ``h_t``), computed at the first step and reused at every later one.
     """
 

@@ -41,13 +41,13 @@ from companion._validate import (
     check_positive,
     check_token_ids,
 )
-from companion.attention import MultiHeadAttention, _linear
-from companion.feedforward import SwiGLU
-from companion.gqa import Cache, GroupedQueryAttention
-from companion.kv_cache import KVCache
-from companion.norms import RMSNorm
-from companion.positional import PositionalEncoding
-from companion.rotary import RotaryEmbedding
+from companion.layers.attention import MultiHeadAttention, _linear
+from companion.layers.feedforward import SwiGLU
+from companion.layers.gqa import Cache, GroupedQueryAttention
+from companion.layers.kv_cache import KVCache
+from companion.layers.norms import RMSNorm
+from companion.layers.positional import PositionalEncoding
+from companion.layers.rotary import RotaryEmbedding
 
 
 def _check_decoder_inputs(X: torch.Tensor, state: Any, vocab_size: int, num_blks: int) -> None:
@@ -216,7 +216,7 @@ class ViTMLP(nn.Module):
 
 
 def make_norm(norm: str, norm_shape: int | list[int] | torch.Size, eps: float = 1e-5) -> nn.Module:
-    """``"layer"``: :class:`torch.nn.LayerNorm`; ``"rms"``: :class:`~companion.norms.RMSNorm`."""
+    """``"layer"``: :class:`torch.nn.LayerNorm`; ``"rms"``: :class:`~companion.layers.norms.RMSNorm`."""
     if norm == "rms":
         if not isinstance(norm_shape, int):
             raise ValueError(f"an RMSNorm normalizes one axis; got norm_shape={norm_shape}")
@@ -241,11 +241,11 @@ class PreNormBlock(nn.Module):
     attention, a GELU MLP. The keywords make the modern block, as
     :class:`~companion.decoder.DecoderConfig` sets them: ``norm="rms"``, ``ffn="swiglu"``,
     ``num_kv_heads`` (grouped-query attention), ``rotary``, ``window`` and ``alibi``. The
-    attention is :class:`~companion.gqa.GroupedQueryAttention` either way.
+    attention is :class:`~companion.layers.gqa.GroupedQueryAttention` either way.
 
     ``causal=True`` lets each step see only itself and the steps before it, the one change that
     turns this encoder block into a decoder-only language model's block; ``cache`` (a
-    :class:`~companion.kv_cache.KVCache` or a rolling one) is passed on to the attention, which
+    :class:`~companion.layers.kv_cache.KVCache` or a rolling one) is passed on to the attention, which
     then also attends to the steps cached before and appends these.
     """
 

@@ -11,12 +11,12 @@ import pytest
 import torch
 
 from companion.decoder import DecoderConfig, DecoderLM, gpt2_config, llama_config
-from companion.feedforward import SwiGLU
-from companion.gqa import GroupedQueryAttention, RollingKVCache, visible
-from companion.kv_cache import KVCache
+from companion.layers.feedforward import SwiGLU
+from companion.layers.gqa import GroupedQueryAttention, RollingKVCache, visible
+from companion.layers.kv_cache import KVCache
+from companion.layers.norms import RMSNorm
+from companion.layers.rotary import RotaryEmbedding
 from companion.lm import GPT
-from companion.norms import RMSNorm
-from companion.rotary import RotaryEmbedding
 
 VOCAB = 30
 CONFIGS = {
@@ -150,7 +150,7 @@ def test_vit_gpt_and_llama_stack_one_block_class():
 
 def expanded_mha(layer: GroupedQueryAttention):
     """Chapter 6's MultiHeadAttention with ``layer``'s weights, shared heads copied out."""
-    from companion.attention import MultiHeadAttention
+    from companion.layers.attention import MultiHeadAttention
 
     mha = MultiHeadAttention(
         layer.num_hiddens,
@@ -174,7 +174,7 @@ def expanded_mha(layer: GroupedQueryAttention):
 @pytest.mark.parametrize("causal", [True, False])
 def test_plain_gqa_is_multihead_attention_with_copied_heads(num_kv_heads, causal):
     """Without a window or ALiBi the layer takes chapter 6's masks: valid_lens and causal."""
-    from companion.attention import record_attention
+    from companion.layers.attention import record_attention
 
     layer = randomized(GroupedQueryAttention(16, 4, num_kv_heads))
     mha = expanded_mha(layer)
@@ -193,7 +193,7 @@ def test_plain_gqa_is_multihead_attention_with_copied_heads(num_kv_heads, causal
 
 @pytest.mark.parametrize("options", [{"window": 3}, {"alibi": True}])
 def test_masks_by_position_keep_weights_on_the_explicit_path(options):
-    from companion.attention import record_attention
+    from companion.layers.attention import record_attention
 
     layer = randomized(GroupedQueryAttention(16, 4, 2, **options))
     X = torch.randn(2, 7, 16, generator=torch.Generator().manual_seed(4))

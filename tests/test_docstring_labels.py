@@ -50,5 +50,5 @@ def test_the_layers_cite_their_sections():
     import companion
 
     for name in ("DotProductAttention", "MultiHeadAttention", "TransformerDecoder", "KVCache"):
-        layer = getattr(companion, name, None) or getattr(companion.attention, name)
+        layer = getattr(companion, name, None) or getattr(companion.layers.attention, name)
         assert LABEL.search(layer.__doc__), name

@@ -12,9 +12,9 @@ import torch
 import torch.nn.functional as F
 
 import companion
-from companion.attention import DotProductAttention
 from companion.complexity import IMPLEMENTATIONS, attention_layer, peak_memory
-from companion.efficient import LinearAttention, RecurrentState, feature_map
+from companion.layers.attention import DotProductAttention
+from companion.layers.efficient import LinearAttention, RecurrentState, feature_map
 from companion.measure import run_in_fresh_process
 from tests.masks import allowed, randn
 from tests.masks import lengths as _lengths

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from companion.attention import AdditiveAttention
 from companion.exercises.bahdanau import (
     check_bahdanau_context,
     check_bahdanau_step,
     check_length_normalized_scores,
 )
+from companion.layers.attention import AdditiveAttention
 
 
 def context(enc_outputs, query, valid_lens, W_q, W_k, w_v, axis=-1, mask=True, permute=True):

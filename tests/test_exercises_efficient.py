@@ -6,8 +6,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from companion.efficient import LinearAttention
 from companion.exercises.efficient import check_causal_linear_attention, check_linear_attention
+from companion.layers.efficient import LinearAttention
 
 
 def phi(x):

@@ -9,8 +9,8 @@ import math
 import pytest
 import torch
 
-from companion.attention import attention_mask
 from companion.exercises.lm import check_cached_causal_mask, check_prenorm_block, check_top_p_filter
+from companion.layers.attention import attention_mask
 
 # ----------------------------------------------------------------------------- top-p
 

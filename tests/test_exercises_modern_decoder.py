@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from companion.exercises.modern_decoder import check_repeat_kv, check_rope
-from companion.rotary import RotaryEmbedding
+from companion.layers.rotary import RotaryEmbedding
 
 
 def rope(X, offset, base):

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from companion.exercises.positional import check_rotation_matrix, check_sinusoidal_encoding
-from companion.positional import PositionalEncoding
+from companion.layers.positional import PositionalEncoding
 
 
 def encoding(max_len, num_hiddens, base=10000.0, exponent="2j/d", sin_first=True, start=0):

@@ -11,13 +11,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from companion.attention import attention_mask
 from companion.exercises.transformer import (
     check_cached_attention,
     check_causal_mask,
     check_layer_norm,
     check_shift_right,
 )
+from companion.layers.attention import attention_mask
 
 # ----------------------------------------------------------------------------- causal mask
 

@@ -12,7 +12,7 @@ from torch import nn
 
 from companion import _validate
 from companion.decoding import EOS_CHECK_EVERY, beam_search, decode_steps, greedy_decode
-from companion.kv_cache import BlockInputCacheDecoder, KVCache, NoCacheDecoder
+from companion.layers.kv_cache import BlockInputCacheDecoder, KVCache, NoCacheDecoder
 from companion.lm import GPT
 from companion.seq2seq import (
     EncoderDecoder,

@@ -9,7 +9,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from companion.attention import KVCache
+from companion.layers.kv_cache import KVCache
 from companion.lm import GPT
 from companion.tasks.language import (
     PAD_INDEX,

@@ -13,7 +13,7 @@ from torch import nn
 import companion as C
 from companion.bert import BERTClassifier, mask_tokens
 from companion.decoder import DecoderLM, llama_config
-from companion.kv_cache import KVCache
+from companion.layers.kv_cache import KVCache
 from companion.pretrain import accuracy
 from companion.recipes.vit import classification_accuracy
 from companion.sampling import sample_next

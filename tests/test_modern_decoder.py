@@ -31,10 +31,10 @@ from transformers.models.llama.modeling_llama import (
 )
 
 from companion.decoder import DecoderLM, llama_config
-from companion.feedforward import SwiGLU
-from companion.gqa import GroupedQueryAttention
-from companion.norms import RMSNorm
-from companion.rotary import RotaryEmbedding
+from companion.layers.feedforward import SwiGLU
+from companion.layers.gqa import GroupedQueryAttention
+from companion.layers.norms import RMSNorm
+from companion.layers.rotary import RotaryEmbedding
 
 TOLERANCE = dict(rtol=0.0, atol=1e-5)
 SIZES = dict(

@@ -9,7 +9,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from companion.positional import PositionalEncoding
+from companion.layers.positional import PositionalEncoding
 
 
 @pytest.mark.parametrize("num_hiddens, max_len", [(2, 10), (32, 60), (24, 1000)])

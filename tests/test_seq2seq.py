@@ -9,8 +9,8 @@ import pytest
 import torch
 from torch import nn
 
-from companion.attention import MultiHeadAttention
 from companion.decoding import beam_search, decode, greedy_decode
+from companion.layers.attention import MultiHeadAttention
 from companion.seq2seq import (
     EncoderDecoder,
     Seq2Seq,

@@ -50,7 +50,7 @@ def test_the_plain_text_output_is_the_code():
 
 def test_it_reads_the_installed_library():
     shown = show_source(masked_softmax)
-    assert shown.title == "companion.attention.masked_softmax"
+    assert shown.title == "companion.layers.attention.masked_softmax"
     assert shown.code.startswith("def masked_softmax(")
     assert "F.softmax(" in shown.code
 

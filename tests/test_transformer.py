@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
 
-from companion.attention import KVCache, record_attention
+from companion.layers.attention import record_attention
+from companion.layers.kv_cache import KVCache
 from companion.transformer import (
     AddNorm,
     DecoderCache,

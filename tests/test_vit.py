@@ -11,8 +11,8 @@ import pytest
 import torch
 from torch import nn
 
-from companion.attention import record_attention
 from companion.cnn import SmallCNN
+from companion.layers.attention import record_attention
 from companion.recipes.vit import DigitsRecipe, classification_accuracy
 from companion.tasks.digits import ImageSet, digit_splits, stratified_subset
 from companion.vit import PatchEmbedding, ViT, ViTBlock, ViTMLP, mean_attention_distance

@@ -59,9 +59,9 @@ from functools import partial
 import torch
 from torch import nn
 
-from companion.attention import MultiHeadAttention
 from companion.bench.common import device_name, load_average, log
 from companion.device import get_device
+from companion.layers.attention import MultiHeadAttention
 from companion.measure import memory_probe, run_in_fresh_process, synchronize, use_threads
 
 BATCH, HIDDENS, HEADS = 8, 256, 8

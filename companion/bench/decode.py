@@ -9,8 +9,9 @@ decoder blocks, FFN 1024, vocabulary 1,000), batch 32, source length 32, untrain
   made once. A step projects one new position.
 - **block-input cache**: the design companion had before, and d2l's. Each block caches its
   *inputs*; at every step it projects all of them into keys and values again, and projects the
-  encoder outputs again for cross-attention. :class:`companion.kv_cache.BlockInputCacheDecoder`
-  keeps it, as a baseline, with the same weights.
+  encoder outputs again for cross-attention.
+  :class:`companion.layers.kv_cache.BlockInputCacheDecoder` keeps it, as a baseline, with the same
+  weights.
 - **no cache**: the whole prefix runs through the decoder again at every step.
 
 All three must produce identical tokens; the table reports milliseconds per generated token
@@ -31,7 +32,7 @@ import torch
 from companion.bench.common import device_name, load_average, log
 from companion.decoding import decode_steps
 from companion.device import get_device
-from companion.kv_cache import BlockInputCacheDecoder, NoCacheDecoder
+from companion.layers.kv_cache import BlockInputCacheDecoder, NoCacheDecoder
 from companion.measure import synchronize, use_threads
 from companion.seq2seq import EncoderDecoder
 from companion.transformer import TransformerDecoder, TransformerEncoder

@@ -19,9 +19,9 @@ from collections.abc import Callable
 
 import torch
 
-from companion.attention import AdditiveAttention
 from companion.exercises.core import Inputs, check
 from companion.exercises.sizes import draw
+from companion.layers.attention import AdditiveAttention
 from companion.seq2seq import Seq2SeqAttentionDecoder
 
 CHAPTER_STEPS, CHAPTER_BATCHES, CHAPTER_WIDTHS = (11, 30), (3, 4), (64,)

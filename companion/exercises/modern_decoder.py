@@ -23,7 +23,7 @@ import torch
 
 from companion.exercises.core import Inputs, check
 from companion.exercises.sizes import draw
-from companion.rotary import RotaryEmbedding
+from companion.layers.rotary import RotaryEmbedding
 
 CHAPTER_HEADS, CHAPTER_KV_HEADS, CHAPTER_HEAD_DIM = 4, 2, 16
 
@@ -82,7 +82,7 @@ def _rope_inputs(generator: torch.Generator) -> Inputs:
 def check_rope(student_fn: Callable[..., torch.Tensor], *, seed: int | None = None) -> bool:
     """sec-modern-decoder: ``student_fn(X, offset, base)`` rotates queries or keys ``X`` of shape
     ``(batch, heads, steps, d)``, whose first step is at position ``offset``, pairs ``(i, i +
-    d/2)`` by ``m base^(-2i/d)``: :class:`companion.rotary.RotaryEmbedding` with
+    d/2)`` by ``m base^(-2i/d)``: :class:`companion.layers.rotary.RotaryEmbedding` with
     ``pairing="half"``."""
     return check(
         student_fn,

@@ -18,7 +18,7 @@ import torch
 
 from companion.exercises.core import Inputs, check
 from companion.exercises.sizes import draw
-from companion.positional import PositionalEncoding
+from companion.layers.positional import PositionalEncoding
 
 BASE = 10000.0
 

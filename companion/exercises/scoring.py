@@ -19,10 +19,10 @@ from collections.abc import Callable
 
 import torch
 
-from companion.attention import masked_softmax
 from companion.exercises.adapters import on_copies
 from companion.exercises.core import Inputs, check
 from companion.exercises.sizes import draw
+from companion.layers.attention import masked_softmax
 
 # The sizes of the chapter's own tensors, which the checkers' inputs never have.
 CHAPTER_BATCHES, CHAPTER_QUERIES, CHAPTER_KEYS = (1, 2, 4), (1, 2, 3, 5, 6), (4, 5, 6, 7, 10)

@@ -26,10 +26,11 @@ from typing import Any
 
 import torch
 
-from companion.attention import KVCache, MultiHeadAttention
 from companion.exercises.adapters import as_bool_mask
 from companion.exercises.core import Inputs, check
 from companion.exercises.sizes import draw
+from companion.layers.attention import MultiHeadAttention
+from companion.layers.kv_cache import KVCache
 
 EPS = 1e-5  # nn.LayerNorm's default
 # The chapter's own sizes: batch, steps and widths of its examples, and its <bos> id.

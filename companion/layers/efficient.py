@@ -16,7 +16,7 @@ and the sums become a recurrence, an RNN whose hidden state is ``(S_i, z_i)``:
     S_i = S_{i-1} + phi(k_i) v_i^T,   z_i = z_{i-1} + phi(k_i),
     V'_i = phi(q_i)^T S_i / phi(q_i)^T z_i.
 
-:class:`LinearAttention` follows the conventions of ``companion.attention``'s dot-product
+:class:`LinearAttention` follows the conventions of ``companion.layers.attention``'s dot-product
 layers: inputs ``(batch, steps, features)`` or ``(batch, heads, steps, features)``, optional
 ``valid_lens`` that mask keys, a keyword-only ``causal``, and ``need_weights=True`` for an
 explicit path that builds and keeps the ``(queries, keys)`` weights for heatmaps.
@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from companion._validate import check_attention_inputs, describe_shapes
-from companion.attention import KeepsWeights, attention_mask
+from companion.layers.attention import KeepsWeights, attention_mask
 
 
 def feature_map(x: torch.Tensor) -> torch.Tensor:
@@ -55,7 +55,8 @@ def _divide(numerator: torch.Tensor, denominator: torch.Tensor) -> torch.Tensor:
     """``numerator / denominator``, with 0 where the denominator is 0.
 
     With positive features the denominator is 0 only for a query that sees no key at all, and
-    then the numerator is 0 as well: that query gets a zero output, as in companion.attention.
+    then the numerator is 0 as well: that query gets a zero output, as in
+    companion.layers.attention.
     """
     return numerator / denominator.masked_fill(denominator == 0, 1.0)
 
@@ -71,10 +72,10 @@ class LinearAttention(KeepsWeights):
     linear path never forms the weights it would drop.
 
     ``valid_lens`` of shape ``(batch,)`` or ``(batch, queries)`` keeps only the first
-    ``valid_lens`` keys, as in :func:`companion.attention.attention_mask`; ``causal=True`` lets
-    query ``i`` see keys ``0..i`` only (with fewer queries than keys, the queries are the last
-    steps, as in :func:`~companion.attention.attention_mask`). A query with no valid key gets a
-    zero output.
+    ``valid_lens`` keys, as in :func:`companion.layers.attention.attention_mask`; ``causal=True``
+    lets query ``i`` see keys ``0..i`` only (with fewer queries than keys, the queries are the last
+    steps, as in :func:`~companion.layers.attention.attention_mask`). A query with no valid key gets
+    a zero output.
 
     Paths: by default the linear path runs, in O(n d_k d_v) time. Without a mask, or with one
     length per batch row, it keeps only the ``(d_k, d_v)`` sums; causal or per-query lengths

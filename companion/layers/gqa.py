@@ -4,9 +4,9 @@ an optional sliding window, and the rolling key-value cache a window needs.
 
 **Two kinds of mask.** Without a window, ALiBi or a rolling cache, the layer is multi-head
 attention with shared keys and values, and its heads attend through sec-attention-scoring's
-:class:`~companion.attention.DotProductAttention`: the same masks (``valid_lens``, ``causal``),
-the same two paths, the same ``attention_weights``. GPT, the ViT and the Llama-style decoder all
-run this path. A window, ALiBi or a rolling cache instead computes its mask from the
+:class:`~companion.layers.attention.DotProductAttention`: the same masks (``valid_lens``,
+``causal``), the same two paths, the same ``attention_weights``. GPT, the ViT and the Llama-style
+decoder all run this path. A window, ALiBi or a rolling cache instead computes its mask from the
 *positions* of the queries and of the keys: key ``n`` is visible to query ``m`` when ``n <= m``
 and, with a window ``w``, ``n > m - w`` (the ``w`` most recent tokens, itself included, as
 Mistral counts). A rolling cache then only has to say which positions its keys hold, whatever
@@ -22,16 +22,16 @@ import torch.nn.functional as F
 from torch import nn
 
 from companion._validate import check_hiddens, check_positive
-from companion.attention import DotProductAttention
-from companion.kv_cache import KVCache
-from companion.rotary import RotaryEmbedding
+from companion.layers.attention import DotProductAttention
+from companion.layers.kv_cache import KVCache
+from companion.layers.rotary import RotaryEmbedding
 
 
 class RollingKVCache:
     """A key-value cache of fixed size for sliding-window attention (sec-modern-decoder): it
     keeps the keys and values of the last ``window`` steps only, in a ring of ``window`` slots,
     step ``m`` in slot ``m mod window``. Memory stays ``window`` steps however long decoding
-    runs; a growing :class:`~companion.kv_cache.KVCache` holds every step.
+    runs; a growing :class:`~companion.layers.kv_cache.KVCache` holds every step.
 
     ``update(keys, values)`` takes the new steps' keys and values, ``(batch, kv_heads, new
     steps, head_dim)``, and returns what they attend to: the cached steps, then the new ones.
@@ -119,13 +119,13 @@ class GroupedQueryAttention(nn.Module):
     multi-head attention, ``g = 1`` multi-query attention. ``W_k`` and ``W_v`` are
     ``(g d_h, num_hiddens)``, and a cache stores ``g`` heads: the KV cache shrinks by ``h / g``.
 
-    Options: ``rotary`` (a :class:`~companion.rotary.RotaryEmbedding`) rotates queries and keys
-    (after the projection, before the cache); ``window`` restricts each query to the last
+    Options: ``rotary`` (a :class:`~companion.layers.rotary.RotaryEmbedding`) rotates queries and
+    keys (after the projection, before the cache); ``window`` restricts each query to the last
     ``window`` positions; ``alibi`` adds ``-slope_i (m - n)`` to the scores (ALiBi).
     ``X`` is ``(batch, steps, num_hiddens)`` in and out; ``cache`` (a growing
-    :class:`~companion.kv_cache.KVCache` or a :class:`RollingKVCache`) holds the earlier steps,
-    and ``X``'s steps continue them. ``causal=False`` (an encoder, as in the ViT) and
-    ``valid_lens`` (padding, as in :class:`~companion.attention.MultiHeadAttention`) are for
+    :class:`~companion.layers.kv_cache.KVCache` or a :class:`RollingKVCache`) holds the earlier
+    steps, and ``X``'s steps continue them. ``causal=False`` (an encoder, as in the ViT) and
+    ``valid_lens`` (padding, as in :class:`~companion.layers.attention.MultiHeadAttention`) are for
     the plain layer only: a window, ALiBi and a rolling cache are causal by construction.
     ``attention_weights`` is ``(batch, heads, queries, keys)``, kept as every attention layer
     keeps it (run inside ``with record_attention(model):``).

@@ -1,5 +1,5 @@
 """Attention layers: masked softmax, scaled dot-product, additive and multi-head attention. The
-key-value cache they read from while decoding is :class:`companion.kv_cache.KVCache`.
+key-value cache they read from while decoding is :class:`companion.layers.kv_cache.KVCache`.
 
 Names, signatures and parameter names follow d2l's PyTorch edition, so a d2l ``state_dict``
 loads into these layers. Extensions: ``valid_lens`` is optional everywhere; the dot-product
@@ -49,7 +49,7 @@ from companion._validate import (
     check_positive,
     check_valid_lens,
 )
-from companion.kv_cache import KVCache  # also imported from here by chapters
+from companion.layers.kv_cache import KVCache
 
 
 def attention_mask(
