@@ -7,16 +7,8 @@ chapter's own helpers come from their module (``companion.tasks.language``, ``co
 unchanged; ``__all__`` lists them last, under "d2l compatibility".
 """
 
-from companion.bert import (
-    BERTEncoder,
-    BERTModel,
-    MaskLM,
-    NextSentencePred,
-    get_tokens_and_segments,
-)
 from companion.claims import claim
 from companion.data import kernel_regression_data
-from companion.decoder import DecoderConfig, DecoderLM, gpt2_config, llama_config
 from companion.decoding import beam_search, decode, greedy_decode
 from companion.device import get_device
 from companion.layers.attention import (
@@ -33,8 +25,34 @@ from companion.layers.norms import RMSNorm
 from companion.layers.pooling import NWKernelRegression, leave_one_out, nadaraya_watson
 from companion.layers.positional import PositionalEncoding
 from companion.layers.rotary import RotaryEmbedding
-from companion.lm import GPT
 from companion.metrics import bleu, corpus_bleu, exact_match
+from companion.models.bert import (
+    BERTEncoder,
+    BERTModel,
+    MaskLM,
+    NextSentencePred,
+    get_tokens_and_segments,
+)
+from companion.models.decoder import DecoderConfig, DecoderLM, gpt2_config, llama_config
+from companion.models.lm import GPT
+from companion.models.seq2seq import (
+    EncoderDecoder,
+    Seq2Seq,
+    Seq2SeqAttentionDecoder,
+    Seq2SeqDecoder,
+    Seq2SeqEncoder,
+    init_seq2seq,
+)
+from companion.models.transformer import (
+    AddNorm,
+    PositionWiseFFN,
+    PreNormBlock,
+    TransformerDecoder,
+    TransformerDecoderBlock,
+    TransformerEncoder,
+    TransformerEncoderBlock,
+)
+from companion.models.vit import PatchEmbedding, ViT, ViTBlock, ViTMLP
 from companion.plot import (
     plot,
     plot_attention,
@@ -43,14 +61,6 @@ from companion.plot import (
     show_heatmaps,
 )
 from companion.repro import reproducible
-from companion.seq2seq import (
-    EncoderDecoder,
-    Seq2Seq,
-    Seq2SeqAttentionDecoder,
-    Seq2SeqDecoder,
-    Seq2SeqEncoder,
-    init_seq2seq,
-)
 from companion.tasks import copy_task, date_task, translation_task
 from companion.text import (
     ParallelCorpus,
@@ -63,16 +73,6 @@ from companion.text import (
 )
 from companion.tokenizer import Tokenizer
 from companion.train import sequence_loss, train_seq2seq
-from companion.transformer import (
-    AddNorm,
-    PositionWiseFFN,
-    PreNormBlock,
-    TransformerDecoder,
-    TransformerDecoderBlock,
-    TransformerEncoder,
-    TransformerEncoderBlock,
-)
-from companion.vit import PatchEmbedding, ViT, ViTBlock, ViTMLP
 
 __version__ = "0.1.0"
 

@@ -26,8 +26,8 @@ from typing import Any
 
 import torch
 
-from companion.decoder import DecoderConfig, DecoderLM, gpt2_config
 from companion.device import get_device
+from companion.models.decoder import DecoderConfig, DecoderLM, gpt2_config
 from companion.tasks.language import (
     NUM_STEPS,
     invented_sentences,

@@ -4,13 +4,13 @@ Both use the book's one training loop, :func:`companion.train.fit`.
 
 - :func:`pretrain`: each epoch shuffles the sentences, groups sentences of similar length into
   batches (so that little of each batch is padding) and masks every batch afresh with
-  :func:`companion.bert.mask_tokens`: each epoch masks other words (RoBERTa's *dynamic*
+  :func:`companion.models.bert.mask_tokens`: each epoch masks other words (RoBERTa's *dynamic*
   masking; BERT masked its data once, in preprocessing, as ten copies masked differently).
-  The loss is :func:`companion.bert.mlm_loss`.
-- :func:`fine_tune`: a :class:`companion.bert.BERTClassifier` on a copy of the pretrained
+  The loss is :func:`companion.models.bert.mlm_loss`.
+- :func:`fine_tune`: a :class:`companion.models.bert.BERTClassifier` on a copy of the pretrained
   model (the pretrained one is left as it was), trained with cross-entropy for a fixed number
   of steps. The same function trains the from-scratch baseline: pass a freshly initialised
-  :class:`companion.bert.BERTModel`.
+  :class:`companion.models.bert.BERTModel`.
 
 The whole recipe, timed for ``python -m companion.bench train``, is
 :func:`companion.recipes.bert.time_to_quality`.
@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from companion.bert import CLS, MASK, SEP, BERTClassifier, BERTModel, mask_tokens, mlm_loss
+from companion.models.bert import CLS, MASK, SEP, BERTClassifier, BERTModel, mask_tokens, mlm_loss
 from companion.tasks.pretraining import (
     BERTArrays,
 )

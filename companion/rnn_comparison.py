@@ -22,11 +22,11 @@ from torch import nn
 
 from companion.decoding import decode
 from companion.metrics import corpus_bleu, exact_match, standard_corpus_bleu
-from companion.seq2seq import EncoderDecoder, Seq2SeqAttentionDecoder, Seq2SeqEncoder
+from companion.models.seq2seq import EncoderDecoder, Seq2SeqAttentionDecoder, Seq2SeqEncoder
+from companion.models.transformer import TransformerDecoder, TransformerEncoder
 from companion.tasks import Splits, translation_task
 from companion.text import ParallelCorpus, Vocab, batches, build_arrays
 from companion.train import train_seq2seq
-from companion.transformer import TransformerDecoder, TransformerEncoder
 
 RESULTS = Path(__file__).parent / "results" / "rnn_comparison.json"
 SETTINGS: dict[str, Any] = {  # the chapter's, for both models

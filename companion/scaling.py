@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from companion.ablation import gap_to_floor, language_data, num_parameters
-from companion.decoder import DecoderConfig, gpt2_config
+from companion.models.decoder import DecoderConfig, gpt2_config
 from companion.tasks.language import NUM_STEPS
 
 RESULTS = Path(__file__).resolve().parent / "results" / "scaling.json"

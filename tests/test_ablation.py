@@ -66,7 +66,7 @@ def test_the_committed_results_ship_with_the_package():
 def test_the_llama_recipe_is_the_gpt_recipe_with_the_all_four_model(monkeypatch):
     import torch
 
-    from companion.decoder import DecoderLM
+    from companion.models.decoder import DecoderLM
     from companion.recipes import gpt, llama
 
     monkeypatch.setattr(gpt, "RECIPE_SENTENCES", 256)

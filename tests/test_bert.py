@@ -9,7 +9,7 @@ import random
 import pytest
 import torch
 
-from companion.bert import (
+from companion.models.bert import (
     CLS,
     MASK,
     SEP,

@@ -10,13 +10,13 @@ import math
 import pytest
 import torch
 
-from companion.decoder import DecoderConfig, DecoderLM, gpt2_config, llama_config
 from companion.layers.feedforward import SwiGLU
 from companion.layers.gqa import GroupedQueryAttention, RollingKVCache, visible
 from companion.layers.kv_cache import KVCache
 from companion.layers.norms import RMSNorm
 from companion.layers.rotary import RotaryEmbedding
-from companion.lm import GPT
+from companion.models.decoder import DecoderConfig, DecoderLM, gpt2_config, llama_config
+from companion.models.lm import GPT
 
 VOCAB = 30
 CONFIGS = {
@@ -138,8 +138,8 @@ def test_chapter_9s_gpt_is_the_gpt2_configuration():
 
 
 def test_vit_gpt_and_llama_stack_one_block_class():
-    from companion.transformer import PreNormBlock
-    from companion.vit import ViT
+    from companion.models.transformer import PreNormBlock
+    from companion.models.vit import ViT
 
     vit = ViT(8, 4, 16, 24, 2, 2, 0.0, 0.0, num_classes=3)
     models = [vit, GPT(VOCAB, 16, 24, 2, 2, max_len=8), DecoderLM(llama_config(VOCAB))]

@@ -7,12 +7,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from companion.bert import mask_tokens
 from companion.exercises.pretraining import (
     check_gather_positions,
     check_mask_sentence,
     check_mlm_loss,
 )
+from companion.models.bert import mask_tokens
 
 # ----------------------------------------------------------------------------- gather
 

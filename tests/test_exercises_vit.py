@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from companion.exercises.vit import check_cls_attention_map, check_patchify
-from companion.vit import PatchEmbedding
+from companion.models.vit import PatchEmbedding
 
 
 def patchify(X, patch_size):

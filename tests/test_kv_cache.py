@@ -13,15 +13,15 @@ from torch import nn
 from companion import _validate
 from companion.decoding import EOS_CHECK_EVERY, beam_search, decode_steps, greedy_decode
 from companion.layers.kv_cache import BlockInputCacheDecoder, KVCache, NoCacheDecoder
-from companion.lm import GPT
-from companion.seq2seq import (
+from companion.models.lm import GPT
+from companion.models.seq2seq import (
     EncoderDecoder,
     Seq2SeqAttentionDecoder,
     Seq2SeqDecoder,
     Seq2SeqEncoder,
 )
+from companion.models.transformer import TransformerDecoder, TransformerEncoder
 from companion.train import sequence_loss, weight_decay_groups
-from companion.transformer import TransformerDecoder, TransformerEncoder
 
 VOCAB, BOS, EOS = 11, 0, 1
 

@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from companion.ablation import train_decoder
-from companion.decoder import DecoderLM
 from companion.extrapolation import (
     FACTORS,
     RESULTS,
@@ -23,6 +22,7 @@ from companion.extrapolation import (
     scale_sinusoids,
     scheme_configs,
 )
+from companion.models.decoder import DecoderLM
 from companion.plot_decoder import plot_length
 from companion.tasks.language import PAD_INDEX, invented_sentences, language_model_vocab
 

@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from companion.layers.kv_cache import KVCache
-from companion.lm import GPT
+from companion.models.lm import GPT
+from companion.models.vit import ViTBlock
 from companion.tasks.language import (
     PAD_INDEX,
     invented_sentences,
@@ -20,7 +21,6 @@ from companion.tasks.language import (
     to_sentences,
 )
 from companion.train import cross_entropy_per_token, next_token_loss
-from companion.vit import ViTBlock
 
 VOCAB, HIDDENS, MAX_LEN = 29, 16, 12
 TIGHT = {"atol": 1e-5, "rtol": 1e-5}

@@ -11,15 +11,15 @@ import torch
 from torch import nn
 
 import companion as C
-from companion.bert import BERTClassifier, mask_tokens
-from companion.decoder import DecoderLM, llama_config
 from companion.layers.kv_cache import KVCache
+from companion.models.bert import BERTClassifier, mask_tokens
+from companion.models.decoder import DecoderLM, llama_config
+from companion.models.transformer import DecoderCache
 from companion.pretrain import accuracy
 from companion.recipes.vit import classification_accuracy
 from companion.sampling import sample_next
 from companion.tasks.digits import ImageSet
 from companion.train import cross_entropy_per_token, fit
-from companion.transformer import DecoderCache
 
 VOCAB = 11
 

@@ -30,11 +30,11 @@ from transformers.models.llama.modeling_llama import (
     apply_rotary_pos_emb,
 )
 
-from companion.decoder import DecoderLM, llama_config
 from companion.layers.feedforward import SwiGLU
 from companion.layers.gqa import GroupedQueryAttention
 from companion.layers.norms import RMSNorm
 from companion.layers.rotary import RotaryEmbedding
+from companion.models.decoder import DecoderLM, llama_config
 
 TOLERANCE = dict(rtol=0.0, atol=1e-5)
 SIZES = dict(

@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
-from companion.bert import BERTModel
+from companion.models.bert import BERTModel
 from companion.plot_pretraining import (
     plot_learning_curves,
     plot_scaling_laws,

@@ -8,7 +8,7 @@ import math
 import torch
 
 import companion.scaling as scaling
-from companion.decoder import DecoderLM
+from companion.models.decoder import DecoderLM
 from companion.tasks.language import language_model_vocab
 
 

@@ -11,7 +11,7 @@ from torch import nn
 
 from companion.decoding import beam_search, decode, greedy_decode
 from companion.layers.attention import MultiHeadAttention
-from companion.seq2seq import (
+from companion.models.seq2seq import (
     EncoderDecoder,
     Seq2Seq,
     Seq2SeqAttentionDecoder,

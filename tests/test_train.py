@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from companion import recipes
+from companion.models.seq2seq import EncoderDecoder, Seq2SeqAttentionDecoder, Seq2SeqEncoder
 from companion.recipes import RECIPES, build_model, evaluate, run_recipe
-from companion.seq2seq import EncoderDecoder, Seq2SeqAttentionDecoder, Seq2SeqEncoder
 from companion.tasks import reverse_task
 from companion.text import Vocab, batches, build_arrays
 from companion.train import fit, sequence_loss, train_seq2seq, weight_decay_groups
@@ -252,7 +252,7 @@ def book_models() -> dict[str, torch.nn.Module]:
         TransformerEncoder,
         ViT,
     )
-    from companion.seq2seq import Seq2SeqAttentionDecoder, Seq2SeqEncoder
+    from companion.models.seq2seq import Seq2SeqAttentionDecoder, Seq2SeqEncoder
 
     return {
         "GPT": GPT(11, 8, 16, 2, 1, max_len=6),

@@ -12,7 +12,7 @@ from torch import nn
 
 from companion.layers.attention import record_attention
 from companion.layers.kv_cache import KVCache
-from companion.transformer import (
+from companion.models.transformer import (
     AddNorm,
     DecoderCache,
     PositionWiseFFN,

@@ -11,11 +11,11 @@ import pytest
 import torch
 from torch import nn
 
-from companion.cnn import SmallCNN
 from companion.layers.attention import record_attention
+from companion.models.cnn import SmallCNN
+from companion.models.vit import PatchEmbedding, ViT, ViTBlock, ViTMLP, mean_attention_distance
 from companion.recipes.vit import DigitsRecipe, classification_accuracy
 from companion.tasks.digits import ImageSet, digit_splits, stratified_subset
-from companion.vit import PatchEmbedding, ViT, ViTBlock, ViTMLP, mean_attention_distance
 
 
 def make_vit(seed: int = 0, **options) -> ViT:
@@ -273,7 +273,8 @@ def test_accuracy_counts_correct_answers():
 
 def test_companion_imports_sklearn_lazily():
     code = (
-        "import sys, companion, companion.tasks.digits, companion.vit, companion.cnn\n"
+        "import sys, companion, companion.tasks.digits\n"
+        "import companion.models.vit, companion.models.cnn\n"
         "assert 'sklearn' not in sys.modules, 'sklearn imported at import time'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

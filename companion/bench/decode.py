@@ -34,8 +34,8 @@ from companion.decoding import decode_steps
 from companion.device import get_device
 from companion.layers.kv_cache import BlockInputCacheDecoder, NoCacheDecoder
 from companion.measure import synchronize, use_threads
-from companion.seq2seq import EncoderDecoder
-from companion.transformer import TransformerDecoder, TransformerEncoder
+from companion.models.seq2seq import EncoderDecoder
+from companion.models.transformer import TransformerDecoder, TransformerEncoder
 
 BATCH, SOURCE_STEPS, NEW_TOKENS = 32, 32, 128
 HIDDENS, HEADS, FFN, BLOCKS, VOCAB = 256, 8, 1024, 2, 1000

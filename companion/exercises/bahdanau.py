@@ -22,7 +22,7 @@ import torch
 from companion.exercises.core import Inputs, check
 from companion.exercises.sizes import draw
 from companion.layers.attention import AdditiveAttention
-from companion.seq2seq import Seq2SeqAttentionDecoder
+from companion.models.seq2seq import Seq2SeqAttentionDecoder
 
 CHAPTER_STEPS, CHAPTER_BATCHES, CHAPTER_WIDTHS = (11, 30), (3, 4), (64,)
 CHAPTER_VOCABS, CHAPTER_BEAM = (14, 15, 63), 4

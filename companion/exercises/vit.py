@@ -1,7 +1,7 @@
 """Checkers for the Vision Transformer chapter (sec-vit).
 
 ``check_patchify`` checks cutting a batch of images into patch vectors by hand, ``(batch, c, h,
-w)`` to ``(batch, m, c p^2)``, in the order of :class:`companion.vit.PatchEmbedding`'s
+w)`` to ``(batch, m, c p^2)``, in the order of :class:`companion.models.vit.PatchEmbedding`'s
 convolution: patches row by row across the image, and inside each vector the channels first,
 then the patch's rows, then its columns (the layout of the convolution's weight ``(d, c, p,
 p)``). It names the usual mistakes: a reshape without the permute, patches in column order,

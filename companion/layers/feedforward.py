@@ -2,7 +2,7 @@
 
 Submodule names ``gate_proj``, ``up_proj`` and ``down_proj`` follow Hugging Face's ``LlamaMLP``,
 so its state dict loads here unchanged. GPT-2's two-layer GELU MLP is
-:class:`companion.vit.ViTMLP`.
+:class:`companion.models.vit.ViTMLP`.
 """
 
 from __future__ import annotations

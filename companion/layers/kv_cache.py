@@ -7,8 +7,8 @@ two designs it replaces, kept as baselines the chapter compares it with.
   and companion's before the KV cache): every step projects all of them again.
 - :class:`NoCacheDecoder` caches nothing: every step runs the whole prefix again.
 
-The two baselines run a :class:`companion.transformer.TransformerDecoder`'s own weights, so all
-three decode the same tokens (``python -m companion.bench decode`` times them).
+The two baselines run a :class:`companion.models.transformer.TransformerDecoder`'s own weights, so
+all three decode the same tokens (``python -m companion.bench decode`` times them).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 if TYPE_CHECKING:
-    from companion.transformer import TransformerDecoder, TransformerDecoderBlock
+    from companion.models.transformer import TransformerDecoder, TransformerDecoderBlock
 
 
 class KVCache:

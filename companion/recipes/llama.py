@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from companion.ablation import variant_configs
-from companion.decoder import DecoderLM
+from companion.models.decoder import DecoderLM
 from companion.recipes import TimeToQuality, gpt
 
 

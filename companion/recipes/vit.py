@@ -60,7 +60,7 @@ class DigitsRecipe:
 
     def make_vit(self, img_size: int = 8, in_channels: int = 1) -> nn.Module:
         """The chapter's ViT, freshly initialised from torch's global generator."""
-        from companion.vit import ViT
+        from companion.models.vit import ViT
 
         return ViT(
             img_size,

@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import torch
 
-from companion.bert import CLS, MASK, SEP
+from companion.models.bert import CLS, MASK, SEP
 from companion.tasks.language import (
     ARTICLES,
     LEXICON,

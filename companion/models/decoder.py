@@ -11,8 +11,8 @@ field         GPT-2 (2019)            Llama, Mistral (2023-)
 ``window``    ``None``                ``None`` (Mistral: 4096)
 ============  ======================  =========================
 
-Both stack :class:`companion.transformer.PreNormBlock`, the ViT's block too.
-:class:`companion.lm.GPT` is this model in GPT-2's configuration. The submodules are
+Both stack :class:`companion.models.transformer.PreNormBlock`, the ViT's block too.
+:class:`companion.models.lm.GPT` is this model in GPT-2's configuration. The submodules are
 ``token_embedding``, ``pos_embedding``, ``blks`` (each with ``ln1``, ``attention``, ``ln2`` and
 ``mlp``), then ``ln``; the ``ln*`` are RMSNorms when ``norm="rms"``.
 """
@@ -39,8 +39,8 @@ from companion.layers.gqa import Cache, RollingKVCache, steps_seen
 from companion.layers.kv_cache import KVCache
 from companion.layers.positional import PositionalEncoding
 from companion.layers.rotary import RotaryEmbedding, check_pairing
+from companion.models.transformer import PreNormBlock, make_norm
 from companion.sampling import check_sampling_arguments, generate_tokens
-from companion.transformer import PreNormBlock, make_norm
 
 CHOICES = {
     "norm": ("layer", "rms"),
@@ -102,7 +102,7 @@ class DecoderConfig:
 
 def gpt2_config(vocab_size: int, **changes: object) -> DecoderConfig:
     """GPT-2's block: layer norm, learned positions, a GELU MLP, one key-value head per query
-    head (the configuration of :class:`companion.lm.GPT`)."""
+    head (the configuration of :class:`companion.models.lm.GPT`)."""
     return DecoderConfig(vocab_size).replace(**changes)
 
 
@@ -122,7 +122,8 @@ def llama_config(vocab_size: int, **changes: object) -> DecoderConfig:
 
 
 def build_block(config: DecoderConfig) -> PreNormBlock:
-    """One pre-norm block as ``config`` says (:class:`~companion.transformer.PreNormBlock`)."""
+    """One pre-norm block as ``config`` says
+    (:class:`~companion.models.transformer.PreNormBlock`)."""
     c = config
     rotary = (
         RotaryEmbedding(c.num_hiddens // c.num_heads, c.rope_base, c.rope_pairing)

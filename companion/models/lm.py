@@ -1,10 +1,10 @@
 """A decoder-only language model, GPT (sec-language-models; Radford et al., 2018).
 
 :class:`GPT` is a stack of the Vision Transformer's pre-norm blocks
-(:class:`companion.transformer.PreNormBlock`, d2l's ``ViTBlock``) called with ``causal=True``:
-the causal mask is the only change from an encoder. Each position predicts the next token, so
-one forward pass over a sentence gives a loss at every position. It is
-:class:`companion.decoder.DecoderLM` in GPT-2's configuration, so the Llama-style model of
+(:class:`companion.models.transformer.PreNormBlock`, d2l's ``ViTBlock``) called with
+``causal=True``: the causal mask is the only change from an encoder. Each position predicts the next
+token, so one forward pass over a sentence gives a loss at every position. It is
+:class:`companion.models.decoder.DecoderLM` in GPT-2's configuration, so the Llama-style model of
 sec-modern-decoder runs the same code.
 
 Two choices, made here and explained in the chapter:
@@ -30,7 +30,7 @@ Its data are :func:`companion.tasks.language.lm_arrays`, its loss
 
 from __future__ import annotations
 
-from companion.decoder import DecoderLM, gpt2_config
+from companion.models.decoder import DecoderLM, gpt2_config
 
 
 class GPT(DecoderLM):
@@ -41,13 +41,13 @@ class GPT(DecoderLM):
     ``X`` of shape ``(batch, steps)`` holds token ids; the output holds ``(batch, steps,
     vocab_size)`` logits, where row ``t`` scores the token after ``X[:, :t + 1]``. ``E`` is the
     ``(vocab_size, num_hiddens)`` token embedding, ``P`` the learned positions (``max_len``
-    rows), each block a :class:`~companion.transformer.PreNormBlock` with a causal mask.
+    rows), each block a :class:`~companion.models.transformer.PreNormBlock` with a causal mask.
 
-    GPT is :class:`~companion.decoder.DecoderLM` configured as GPT-2
-    (:func:`~companion.decoder.gpt2_config`), built from d2l-style arguments: the forward pass,
-    the caches and :meth:`generate` are the decoder's, and sec-modern-decoder changes only the
-    configuration. ``caches`` (:meth:`new_caches`, one :class:`~companion.layers.kv_cache.KVCache` per
-    block, each its own) make the call continue the sequence they hold. ``causal=False`` drops
+    GPT is :class:`~companion.models.decoder.DecoderLM` configured as GPT-2
+    (:func:`~companion.models.decoder.gpt2_config`), built from d2l-style arguments: the forward
+    pass, the caches and :meth:`generate` are the decoder's, and sec-modern-decoder changes only the
+    configuration. ``caches`` (:meth:`new_caches`, one :class:`~companion.layers.kv_cache.KVCache`
+    per block, each its own) make the call continue the sequence they hold. ``causal=False`` drops
     the mask and turns the model into an encoder, which next-token training cannot use: each
     position would see the token it must predict.
     """

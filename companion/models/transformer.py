@@ -216,7 +216,8 @@ class ViTMLP(nn.Module):
 
 
 def make_norm(norm: str, norm_shape: int | list[int] | torch.Size, eps: float = 1e-5) -> nn.Module:
-    """``"layer"``: :class:`torch.nn.LayerNorm`; ``"rms"``: :class:`~companion.layers.norms.RMSNorm`."""
+    """``"layer"``: :class:`torch.nn.LayerNorm`; ``"rms"``:
+    :class:`~companion.layers.norms.RMSNorm`."""
     if norm == "rms":
         if not isinstance(norm_shape, int):
             raise ValueError(f"an RMSNorm normalizes one axis; got norm_shape={norm_shape}")
@@ -228,8 +229,8 @@ def make_norm(norm: str, norm_shape: int | list[int] | torch.Size, eps: float = 
 
 class PreNormBlock(nn.Module):
     """The pre-norm Transformer block, the one block of every model after the 2017 Transformer
-    in this book: the ViT (sec-vit; d2l's ``ViTBlock``, which :mod:`companion.vit` keeps as an
-    alias), GPT (sec-language-models) and the Llama-style decoder (sec-modern-decoder).
+    in this book: the ViT (sec-vit; d2l's ``ViTBlock``, which :mod:`companion.models.vit` keeps as
+    an alias), GPT (sec-language-models) and the Llama-style decoder (sec-modern-decoder).
     Normalization comes *before* each sublayer, and the residual path from input to output
     stays a plain sum:
 
@@ -239,14 +240,14 @@ class PreNormBlock(nn.Module):
     ``X`` is ``(batch, steps, num_hiddens)`` in and out. The positional arguments are d2l's
     ``ViTBlock``'s, which build its block: layer norms over ``norm_shape``, multi-head
     attention, a GELU MLP. The keywords make the modern block, as
-    :class:`~companion.decoder.DecoderConfig` sets them: ``norm="rms"``, ``ffn="swiglu"``,
+    :class:`~companion.models.decoder.DecoderConfig` sets them: ``norm="rms"``, ``ffn="swiglu"``,
     ``num_kv_heads`` (grouped-query attention), ``rotary``, ``window`` and ``alibi``. The
     attention is :class:`~companion.layers.gqa.GroupedQueryAttention` either way.
 
     ``causal=True`` lets each step see only itself and the steps before it, the one change that
     turns this encoder block into a decoder-only language model's block; ``cache`` (a
-    :class:`~companion.layers.kv_cache.KVCache` or a rolling one) is passed on to the attention, which
-    then also attends to the steps cached before and appends these.
+    :class:`~companion.layers.kv_cache.KVCache` or a rolling one) is passed on to the attention,
+    which then also attends to the steps cached before and appends these.
     """
 
     def __init__(
