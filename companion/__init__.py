@@ -18,8 +18,14 @@ from companion.layers.attention import (
     masked_softmax,
     record_attention,
 )
+from companion.layers.blocks import (
+    AddNorm,
+    PreNormBlock,
+    TransformerDecoderBlock,
+    TransformerEncoderBlock,
+)
 from companion.layers.efficient import LinearAttention
-from companion.layers.feedforward import SwiGLU
+from companion.layers.feedforward import PositionWiseFFN, SwiGLU
 from companion.layers.gqa import GroupedQueryAttention, RollingKVCache
 from companion.layers.norms import RMSNorm
 from companion.layers.pooling import NWKernelRegression, leave_one_out, nadaraya_watson
@@ -43,15 +49,7 @@ from companion.models.seq2seq import (
     Seq2SeqEncoder,
     init_seq2seq,
 )
-from companion.models.transformer import (
-    AddNorm,
-    PositionWiseFFN,
-    PreNormBlock,
-    TransformerDecoder,
-    TransformerDecoderBlock,
-    TransformerEncoder,
-    TransformerEncoderBlock,
-)
+from companion.models.transformer import TransformerDecoder, TransformerEncoder
 from companion.models.vit import PatchEmbedding, ViT, ViTBlock, ViTMLP
 from companion.plot import (
     plot,

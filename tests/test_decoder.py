@@ -138,7 +138,7 @@ def test_chapter_9s_gpt_is_the_gpt2_configuration():
 
 
 def test_vit_gpt_and_llama_stack_one_block_class():
-    from companion.models.transformer import PreNormBlock
+    from companion.layers.blocks import PreNormBlock
     from companion.models.vit import ViT
 
     vit = ViT(8, 4, 16, 24, 2, 2, 0.0, 0.0, num_classes=3)

@@ -205,7 +205,7 @@ def test_prenorm_block_pass(capsys):
 
 def test_prenorm_block_equals_companions_block(capsys):
     """The reference is companion's PreNormBlock, GPT's block, with these sublayers."""
-    from companion.models.transformer import PreNormBlock
+    from companion.layers.blocks import PreNormBlock
 
     class Sublayer(torch.nn.Module):  # the checker's sublayers, as the block calls them
         def __init__(self, fn):

@@ -12,7 +12,7 @@ from torch import nn
 
 from companion import _validate
 from companion.decoding import EOS_CHECK_EVERY, beam_search, decode_steps, greedy_decode
-from companion.layers.kv_cache import BlockInputCacheDecoder, KVCache, NoCacheDecoder
+from companion.layers.kv_cache import KVCache
 from companion.models.lm import GPT
 from companion.models.seq2seq import (
     EncoderDecoder,
@@ -20,7 +20,12 @@ from companion.models.seq2seq import (
     Seq2SeqDecoder,
     Seq2SeqEncoder,
 )
-from companion.models.transformer import TransformerDecoder, TransformerEncoder
+from companion.models.transformer import (
+    BlockInputCacheDecoder,
+    NoCacheDecoder,
+    TransformerDecoder,
+    TransformerEncoder,
+)
 from companion.train import sequence_loss, weight_decay_groups
 
 VOCAB, BOS, EOS = 11, 0, 1

@@ -11,10 +11,10 @@ import torch
 from torch import nn
 
 import companion as C
+from companion.layers.blocks import DecoderCache
 from companion.layers.kv_cache import KVCache
 from companion.models.bert import BERTClassifier, mask_tokens
 from companion.models.decoder import DecoderLM, llama_config
-from companion.models.transformer import DecoderCache
 from companion.pretrain import accuracy
 from companion.recipes.vit import classification_accuracy
 from companion.sampling import sample_next

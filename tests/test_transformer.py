@@ -11,16 +11,15 @@ from hypothesis import strategies as st
 from torch import nn
 
 from companion.layers.attention import record_attention
-from companion.layers.kv_cache import KVCache
-from companion.models.transformer import (
+from companion.layers.blocks import (
     AddNorm,
     DecoderCache,
-    PositionWiseFFN,
-    TransformerDecoder,
     TransformerDecoderBlock,
-    TransformerEncoder,
     TransformerEncoderBlock,
 )
+from companion.layers.feedforward import PositionWiseFFN
+from companion.layers.kv_cache import KVCache
+from companion.models.transformer import TransformerDecoder, TransformerEncoder
 
 VOCAB, HIDDENS, FFN, HEADS = 30, 16, 24, 4
 

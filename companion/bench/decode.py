@@ -10,8 +10,8 @@ decoder blocks, FFN 1024, vocabulary 1,000), batch 32, source length 32, untrain
 - **block-input cache**: the design companion had before, and d2l's. Each block caches its
   *inputs*; at every step it projects all of them into keys and values again, and projects the
   encoder outputs again for cross-attention.
-  :class:`companion.layers.kv_cache.BlockInputCacheDecoder` keeps it, as a baseline, with the same
-  weights.
+  :class:`companion.models.transformer.BlockInputCacheDecoder` keeps it, as a baseline, with the
+  same weights.
 - **no cache**: the whole prefix runs through the decoder again at every step.
 
 All three must produce identical tokens; the table reports milliseconds per generated token
@@ -32,10 +32,14 @@ import torch
 from companion.bench.common import device_name, load_average, log
 from companion.decoding import decode_steps
 from companion.device import get_device
-from companion.layers.kv_cache import BlockInputCacheDecoder, NoCacheDecoder
 from companion.measure import synchronize, use_threads
 from companion.models.seq2seq import EncoderDecoder
-from companion.models.transformer import TransformerDecoder, TransformerEncoder
+from companion.models.transformer import (
+    BlockInputCacheDecoder,
+    NoCacheDecoder,
+    TransformerDecoder,
+    TransformerEncoder,
+)
 
 BATCH, SOURCE_STEPS, NEW_TOKENS = 32, 32, 128
 HIDDENS, HEADS, FFN, BLOCKS, VOCAB = 256, 8, 1024, 2, 1000

@@ -1,27 +1,14 @@
-"""The key-value cache that decoding one token at a time reads from (sec-transformer), and the
-two designs it replaces, kept as baselines the chapter compares it with.
+"""The key-value cache that decoding one token at a time reads from (sec-transformer).
 
-- :class:`KVCache` holds an attention layer's keys and values *after* their projections, per
-  head: a growing one for self-attention, a static one for cross-attention.
-- :class:`BlockInputCacheDecoder` caches each decoder block's *inputs* instead (d2l's design,
-  and companion's before the KV cache): every step projects all of them again.
-- :class:`NoCacheDecoder` caches nothing: every step runs the whole prefix again.
-
-The two baselines run a :class:`companion.models.transformer.TransformerDecoder`'s own weights, so
-all three decode the same tokens (``python -m companion.bench decode`` times them).
+:class:`KVCache` holds an attention layer's keys and values *after* their projections, per head:
+a growing one for self-attention, a static one for cross-attention. The two designs it replaces,
+kept as baselines the chapter compares it with, run a Transformer decoder's own weights and live
+beside it, in :mod:`companion.models.transformer`.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, cast
-
 import torch
-from torch import nn
-
-if TYPE_CHECKING:
-    from companion.models.transformer import TransformerDecoder, TransformerDecoderBlock
 
 
 class KVCache:
@@ -131,53 +118,3 @@ class KVCache:
         room_keys, room_values = self._room[0][index], self._room[1][index]
         self._room = room_keys, room_values
         self.keys, self.values = room_keys[..., :steps, :], room_values[..., :steps, :]
-
-
-class BlockInputCacheDecoder(nn.Module):
-    """The decoder before its KV cache (d2l's design), run with ``decoder``'s own weights.
-
-    Its state is ``[enc_outputs, enc_valid_lens, inputs]``, where ``inputs[i]`` holds block
-    ``i``'s inputs at every step so far. Each step appends the new input, then projects *all*
-    of them into keys and values, and projects the encoder outputs again for cross-attention.
-    """
-
-    def __init__(self, decoder: TransformerDecoder) -> None:
-        super().__init__()
-        self.decoder = decoder
-
-    def init_state(self, enc_outputs: torch.Tensor, enc_valid_lens: torch.Tensor | None):
-        return [enc_outputs, enc_valid_lens, [None] * len(self.decoder.blks)]
-
-    def forward(self, X: torch.Tensor, state: list[Any]) -> tuple[torch.Tensor, list[Any]]:
-        decoder, (enc_outputs, enc_valid_lens, inputs) = self.decoder, state
-        offset = 0 if inputs[0] is None else inputs[0].shape[1]
-        X = decoder.pos_encoding(
-            decoder.embedding(X) * math.sqrt(decoder.num_hiddens), offset=offset
-        )
-        blocks = cast("Iterable[TransformerDecoderBlock]", decoder.blks)  # nn.Sequential: untyped
-        for i, blk in enumerate(blocks):
-            inputs[i] = X if inputs[i] is None else torch.cat((inputs[i], X), dim=1)
-            key_values = inputs[i]  # (batch, steps so far, num_hiddens): projected again below
-            Y = blk.addnorm1(X, blk.attention1(X, key_values, key_values, causal=True))
-            Y2 = blk.attention2(Y, enc_outputs, enc_outputs, enc_valid_lens)  # projected again
-            Z = blk.addnorm2(Y, Y2)
-            X = blk.addnorm3(Z, blk.ffn(Z))
-        return decoder.dense(X), state
-
-
-class NoCacheDecoder(nn.Module):
-    """Keeps only the tokens so far and runs all of them through ``decoder`` at every step."""
-
-    def __init__(self, decoder: TransformerDecoder) -> None:
-        super().__init__()
-        self.decoder = decoder
-
-    def init_state(self, enc_outputs: torch.Tensor, enc_valid_lens: torch.Tensor | None):
-        return [enc_outputs, enc_valid_lens, None]
-
-    def forward(self, X: torch.Tensor, state: list[Any]) -> tuple[torch.Tensor, list[Any]]:
-        enc_outputs, enc_valid_lens, prefix = state
-        prefix = X if prefix is None else torch.cat((prefix, X), dim=1)
-        fresh = self.decoder.init_state(enc_outputs, enc_valid_lens)
-        logits, _ = self.decoder(prefix, fresh)  # (batch, steps so far, vocab)
-        return logits[:, -X.shape[1] :], [enc_outputs, enc_valid_lens, prefix]

@@ -1,5 +1,6 @@
 """Root-mean-square layer normalization (sec-modern-decoder; Zhang and Sennrich, 2019), the
-norm of Llama, Mistral, Qwen and Gemma in place of layer normalization.
+norm of Llama, Mistral, Qwen and Gemma in place of layer normalization, and :func:`make_norm`,
+which builds either norm by name.
 
 Parameter name ``weight`` and the default ``eps`` follow Hugging Face's ``LlamaRMSNorm``, so its
 state dict loads here unchanged.
@@ -44,3 +45,15 @@ class RMSNorm(nn.Module):
 
     def extra_repr(self) -> str:
         return f"{self.weight.shape[0]}, eps={self.eps}"
+
+
+def make_norm(norm: str, norm_shape: int | list[int] | torch.Size, eps: float = 1e-5) -> nn.Module:
+    """``"layer"``: :class:`torch.nn.LayerNorm`; ``"rms"``:
+    :class:`RMSNorm`."""
+    if norm == "rms":
+        if not isinstance(norm_shape, int):
+            raise ValueError(f"an RMSNorm normalizes one axis; got norm_shape={norm_shape}")
+        return RMSNorm(norm_shape, eps=eps)
+    if norm != "layer":
+        raise ValueError(f"norm must be 'layer' or 'rms'; got {norm!r}")
+    return nn.LayerNorm(norm_shape, eps=eps)

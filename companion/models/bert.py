@@ -39,7 +39,7 @@ from companion._validate import (
     values_checked,
 )
 from companion.layers.attention import _linear
-from companion.models.transformer import TransformerEncoderBlock
+from companion.layers.blocks import TransformerEncoderBlock
 
 CLS, SEP, MASK = "<cls>", "<sep>", "<mask>"
 INIT_STD = 0.02  # BERT's initializer range

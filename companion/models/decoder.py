@@ -11,7 +11,7 @@ field         GPT-2 (2019)            Llama, Mistral (2023-)
 ``window``    ``None``                ``None`` (Mistral: 4096)
 ============  ======================  =========================
 
-Both stack :class:`companion.models.transformer.PreNormBlock`, the ViT's block too.
+Both stack :class:`companion.layers.blocks.PreNormBlock`, the ViT's block too.
 :class:`companion.models.lm.GPT` is this model in GPT-2's configuration. The submodules are
 ``token_embedding``, ``pos_embedding``, ``blks`` (each with ``ln1``, ``attention``, ``ln2`` and
 ``mlp``), then ``ln``; the ``ln*`` are RMSNorms when ``norm="rms"``.
@@ -35,11 +35,12 @@ from companion._validate import (
     check_steps,
     check_token_ids,
 )
+from companion.layers.blocks import PreNormBlock
 from companion.layers.gqa import Cache, RollingKVCache, steps_seen
 from companion.layers.kv_cache import KVCache
+from companion.layers.norms import make_norm
 from companion.layers.positional import PositionalEncoding
 from companion.layers.rotary import RotaryEmbedding, check_pairing
-from companion.models.transformer import PreNormBlock, make_norm
 from companion.sampling import check_sampling_arguments, generate_tokens
 
 CHOICES = {
@@ -123,7 +124,7 @@ def llama_config(vocab_size: int, **changes: object) -> DecoderConfig:
 
 def build_block(config: DecoderConfig) -> PreNormBlock:
     """One pre-norm block as ``config`` says
-    (:class:`~companion.models.transformer.PreNormBlock`)."""
+    (:class:`~companion.layers.blocks.PreNormBlock`)."""
     c = config
     rotary = (
         RotaryEmbedding(c.num_hiddens // c.num_heads, c.rope_base, c.rope_pairing)

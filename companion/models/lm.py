@@ -1,7 +1,7 @@
 """A decoder-only language model, GPT (sec-language-models; Radford et al., 2018).
 
 :class:`GPT` is a stack of the Vision Transformer's pre-norm blocks
-(:class:`companion.models.transformer.PreNormBlock`, d2l's ``ViTBlock``) called with
+(:class:`companion.layers.blocks.PreNormBlock`, d2l's ``ViTBlock``) called with
 ``causal=True``: the causal mask is the only change from an encoder. Each position predicts the next
 token, so one forward pass over a sentence gives a loss at every position. It is
 :class:`companion.models.decoder.DecoderLM` in GPT-2's configuration, so the Llama-style model of
@@ -41,7 +41,7 @@ class GPT(DecoderLM):
     ``X`` of shape ``(batch, steps)`` holds token ids; the output holds ``(batch, steps,
     vocab_size)`` logits, where row ``t`` scores the token after ``X[:, :t + 1]``. ``E`` is the
     ``(vocab_size, num_hiddens)`` token embedding, ``P`` the learned positions (``max_len``
-    rows), each block a :class:`~companion.models.transformer.PreNormBlock` with a causal mask.
+    rows), each block a :class:`~companion.layers.blocks.PreNormBlock` with a causal mask.
 
     GPT is :class:`~companion.models.decoder.DecoderLM` configured as GPT-2
     (:func:`~companion.models.decoder.gpt2_config`), built from d2l-style arguments: the forward

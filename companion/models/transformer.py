@@ -1,9 +1,8 @@
-"""The Transformer encoder and decoder (sec-transformer; Vaswani et al., 2017).
+"""The Transformer encoder and decoder (sec-transformer; Vaswani et al., 2017), stacks of the
+blocks of :mod:`companion.layers.blocks`, and the two decoders the key-value cache replaced.
 
 Names, signatures, submodule and parameter names follow d2l's PyTorch edition, so a d2l
-``state_dict`` loads into these classes with ``strict=True``. Where a layer's input size is known
-(inside a block it is always ``num_hiddens``), it is an ``nn.Linear`` rather than d2l's lazy one;
-the parameters are the same.
+``state_dict`` loads into these classes with ``strict=True``.
 
 **The decoder's state** is d2l's ``[enc_outputs, enc_valid_lens, caches]``. ``caches[i]`` is
 block ``i``'s :class:`DecoderCache`, a real key-value cache: its self-attention keys and values
@@ -24,30 +23,30 @@ runs, nothing is kept, and reading them raises an error that says so.
 - step by step decoding adds the positional encoding of the step's true position, the number
   of cached steps (d2l adds that of position 0 at every step). Decoding one step at a time
   then gives the outputs of decoding the whole sequence at once.
+
+**The designs the cache replaced**, kept as baselines the chapter compares it with (``python -m
+companion.bench decode`` times all three). Both run a :class:`TransformerDecoder`'s own weights,
+so all three decode the same tokens:
+
+- :class:`BlockInputCacheDecoder` caches each decoder block's *inputs* instead of the projected
+  keys and values (d2l's design, and companion's before the KV cache): every step projects all
+  of them again;
+- :class:`NoCacheDecoder` caches nothing: every step runs the whole prefix again.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 import torch
 from torch import nn
 
-from companion._validate import (
-    check_dropout,
-    check_hiddens,
-    check_positive,
-    check_token_ids,
-)
-from companion.layers.attention import MultiHeadAttention, _linear
-from companion.layers.feedforward import SwiGLU
-from companion.layers.gqa import Cache, GroupedQueryAttention
+from companion._validate import check_positive, check_token_ids
+from companion.layers.blocks import DecoderCache, TransformerDecoderBlock, TransformerEncoderBlock
 from companion.layers.kv_cache import KVCache
-from companion.layers.norms import RMSNorm
 from companion.layers.positional import PositionalEncoding
-from companion.layers.rotary import RotaryEmbedding
 
 
 def _check_decoder_inputs(X: torch.Tensor, state: Any, vocab_size: int, num_blks: int) -> None:
@@ -74,22 +73,6 @@ def _check_decoder_inputs(X: torch.Tensor, state: Any, vocab_size: int, num_blks
         raise ValueError(f"X has batch {X.shape[0]}; the cache has {cached.shape[0]} rows")
 
 
-def _block_attention(
-    num_hiddens: int, num_heads: int, dropout: float, bias: bool = False
-) -> MultiHeadAttention:
-    """Multi-head attention inside a block, where queries, keys and values all have
-    ``num_hiddens`` features (so its layers are not lazy)."""
-    return MultiHeadAttention(
-        num_hiddens,
-        num_heads,
-        dropout,
-        bias,
-        query_size=num_hiddens,
-        key_size=num_hiddens,
-        value_size=num_hiddens,
-    )
-
-
 def token_embedding(vocab_size: int, num_hiddens: int) -> nn.Embedding:
     """An embedding initialised with standard deviation ``1 / sqrt(num_hiddens)``.
 
@@ -102,205 +85,6 @@ def token_embedding(vocab_size: int, num_hiddens: int) -> nn.Embedding:
     embedding = nn.Embedding(vocab_size, num_hiddens)
     nn.init.normal_(embedding.weight, std=num_hiddens**-0.5)
     return embedding
-
-
-class PositionWiseFFN(nn.Module):
-    """The position-wise feed-forward network (sec-transformer):
-
-        FFN(x) = W_2 relu(W_1 x + b_1) + b_2
-
-    applied to every position's features ``x`` on its own, with the same weights at every
-    position: a two-layer MLP on the last axis, ``dense1`` (``W_1``) and ``dense2`` (``W_2``).
-    ``num_inputs`` fixes the input size; without it ``dense1`` is lazy, as in d2l, and the
-    first call fixes it.
-    """
-
-    def __init__(
-        self, ffn_num_hiddens: int, ffn_num_outputs: int, *, num_inputs: int | None = None
-    ) -> None:
-        super().__init__()
-        self.dense1 = _linear(num_inputs, ffn_num_hiddens, bias=True)
-        self.relu = nn.ReLU()
-        self.dense2 = nn.Linear(ffn_num_hiddens, ffn_num_outputs)
-
-    def forward(self, X: torch.Tensor) -> torch.Tensor:
-        # (..., features) -> (..., ffn_num_hiddens) -> (..., ffn_num_outputs)
-        return self.dense2(self.relu(self.dense1(X)))
-
-
-class AddNorm(nn.Module):
-    """A residual connection followed by layer normalization (sec-transformer):
-
-        AddNorm(X, Y) = LayerNorm(X + Dropout(Y))
-
-    where ``Y`` is the sublayer's output for input ``X``. Layer normalization, unlike batch
-    normalization, standardizes each position's features on their own: its statistics do not
-    depend on the other sequences in the batch, on padding, or on training vs evaluation mode.
-    ``norm_shape`` is the shape of the normalized trailing axes (``num_hiddens``).
-    """
-
-    def __init__(self, norm_shape: int | list[int] | torch.Size, dropout: float) -> None:
-        super().__init__()
-        self.dropout = nn.Dropout(check_dropout(dropout))
-        self.ln = nn.LayerNorm(norm_shape)
-
-    def forward(self, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
-        if X.shape != Y.shape:
-            raise ValueError(
-                f"X and Y must have the same shape; got X {tuple(X.shape)}, Y {tuple(Y.shape)}"
-            )
-        return self.ln(self.dropout(Y) + X)  # (batch, steps, num_hiddens)
-
-
-class TransformerEncoderBlock(nn.Module):
-    """One Transformer encoder block (sec-transformer): self-attention, then the FFN, each in
-    AddNorm:
-
-        Y = AddNorm(X, MultiHead(X, X, X))
-        Z = AddNorm(Y, FFN(Y))
-
-    ``X`` and ``Z`` have shape ``(batch, steps, num_hiddens)``. ``valid_lens`` of shape
-    ``(batch,)`` hides the padding keys. Nothing here depends on the order of the steps.
-    """
-
-    def __init__(
-        self,
-        num_hiddens: int,
-        ffn_num_hiddens: int,
-        num_heads: int,
-        dropout: float,
-        use_bias: bool = False,
-    ) -> None:
-        super().__init__()
-        self.num_hiddens = num_hiddens
-        self.attention = _block_attention(num_hiddens, num_heads, dropout, use_bias)
-        self.addnorm1 = AddNorm(num_hiddens, dropout)
-        self.ffn = PositionWiseFFN(ffn_num_hiddens, num_hiddens, num_inputs=num_hiddens)
-        self.addnorm2 = AddNorm(num_hiddens, dropout)
-
-    def forward(self, X: torch.Tensor, valid_lens: torch.Tensor | None = None) -> torch.Tensor:
-        check_hiddens(X, self.num_hiddens)
-        Y = self.addnorm1(X, self.attention(X, X, X, valid_lens))  # (batch, steps, num_hiddens)
-        return self.addnorm2(Y, self.ffn(Y))  # (batch, steps, num_hiddens)
-
-
-class ViTMLP(nn.Module):
-    """The MLP of a pre-norm block (sec-vit; d2l's ``ViTMLP``, which GPT's blocks use too):
-    GELU instead of ReLU, dropout after each layer:
-
-        MLP(x) = Dropout(W_2 Dropout(GELU(W_1 x + b_1)) + b_2)
-
-    applied to each token's features on its own, ``(..., num_inputs) -> (..., mlp_num_outputs)``.
-    ``num_inputs`` fixes the input size; without it ``dense1`` is lazy, as in d2l.
-    """
-
-    def __init__(
-        self,
-        mlp_num_hiddens: int,
-        mlp_num_outputs: int,
-        dropout: float = 0.5,
-        *,
-        num_inputs: int | None = None,
-    ) -> None:
-        super().__init__()
-        check_dropout(dropout)
-        self.dense1 = _linear(num_inputs, mlp_num_hiddens, bias=True)
-        self.gelu = nn.GELU()
-        self.dropout1 = nn.Dropout(dropout)
-        self.dense2 = nn.Linear(mlp_num_hiddens, mlp_num_outputs)
-        self.dropout2 = nn.Dropout(dropout)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.dropout1(self.gelu(self.dense1(x)))  # (..., mlp_num_hiddens)
-        return self.dropout2(self.dense2(x))  # (..., mlp_num_outputs)
-
-
-def make_norm(norm: str, norm_shape: int | list[int] | torch.Size, eps: float = 1e-5) -> nn.Module:
-    """``"layer"``: :class:`torch.nn.LayerNorm`; ``"rms"``:
-    :class:`~companion.layers.norms.RMSNorm`."""
-    if norm == "rms":
-        if not isinstance(norm_shape, int):
-            raise ValueError(f"an RMSNorm normalizes one axis; got norm_shape={norm_shape}")
-        return RMSNorm(norm_shape, eps=eps)
-    if norm != "layer":
-        raise ValueError(f"norm must be 'layer' or 'rms'; got {norm!r}")
-    return nn.LayerNorm(norm_shape, eps=eps)
-
-
-class PreNormBlock(nn.Module):
-    """The pre-norm Transformer block, the one block of every model after the 2017 Transformer
-    in this book: the ViT (sec-vit; d2l's ``ViTBlock``, which :mod:`companion.models.vit` keeps as
-    an alias), GPT (sec-language-models) and the Llama-style decoder (sec-modern-decoder).
-    Normalization comes *before* each sublayer, and the residual path from input to output
-    stays a plain sum:
-
-        X = X + Attention(Norm_1(X))
-        X = X + FFN(Norm_2(X))
-
-    ``X`` is ``(batch, steps, num_hiddens)`` in and out. The positional arguments are d2l's
-    ``ViTBlock``'s, which build its block: layer norms over ``norm_shape``, multi-head
-    attention, a GELU MLP. The keywords make the modern block, as
-    :class:`~companion.models.decoder.DecoderConfig` sets them: ``norm="rms"``, ``ffn="swiglu"``,
-    ``num_kv_heads`` (grouped-query attention), ``rotary``, ``window`` and ``alibi``. The
-    attention is :class:`~companion.layers.gqa.GroupedQueryAttention` either way.
-
-    ``causal=True`` lets each step see only itself and the steps before it, the one change that
-    turns this encoder block into a decoder-only language model's block; ``cache`` (a
-    :class:`~companion.layers.kv_cache.KVCache` or a rolling one) is passed on to the attention,
-    which then also attends to the steps cached before and appends these.
-    """
-
-    def __init__(
-        self,
-        num_hiddens: int,
-        norm_shape: int | list[int] | torch.Size,
-        mlp_num_hiddens: int,
-        num_heads: int,
-        dropout: float,
-        use_bias: bool = False,
-        *,
-        norm: str = "layer",
-        norm_eps: float = 1e-5,
-        ffn: str = "gelu",
-        num_kv_heads: int | None = None,
-        rotary: RotaryEmbedding | None = None,
-        window: int | None = None,
-        alibi: bool = False,
-    ) -> None:
-        super().__init__()
-        if ffn not in ("gelu", "swiglu"):
-            raise ValueError(f"ffn must be 'gelu' or 'swiglu'; got {ffn!r}")
-        self.num_hiddens = num_hiddens
-        self.ln1 = make_norm(norm, norm_shape, norm_eps)
-        self.attention = GroupedQueryAttention(
-            num_hiddens,
-            num_heads,
-            num_kv_heads,
-            dropout,
-            use_bias,
-            rotary=rotary,
-            window=window,
-            alibi=alibi,
-        )
-        self.ln2 = make_norm(norm, norm_shape, norm_eps)
-        self.mlp: nn.Module = (
-            SwiGLU(num_hiddens, mlp_num_hiddens, dropout)
-            if ffn == "swiglu"
-            else ViTMLP(mlp_num_hiddens, num_hiddens, dropout, num_inputs=num_hiddens)
-        )
-
-    def forward(
-        self,
-        X: torch.Tensor,
-        valid_lens: torch.Tensor | None = None,
-        *,
-        causal: bool = False,
-        cache: Cache | None = None,
-    ) -> torch.Tensor:
-        check_hiddens(X, self.num_hiddens)
-        Y = self.ln1(X)  # (batch, steps, num_hiddens)
-        X = X + self.attention(Y, valid_lens, causal=causal, cache=cache)
-        return X + self.mlp(self.ln2(X))  # (batch, steps, num_hiddens)
 
 
 class TransformerEncoder(nn.Module):
@@ -349,73 +133,6 @@ class TransformerEncoder(nn.Module):
         for blk in self.blks:
             X = blk(X, valid_lens)  # (batch, steps, num_hiddens)
         return X
-
-
-class DecoderCache(NamedTuple):
-    """What one decoder block keeps between decoding steps (sec-transformer)."""
-
-    self_attention: KVCache  # grows: (batch, heads, steps decoded, head_dim)
-    cross_attention: KVCache  # static: (batch, heads, source steps, head_dim), projected once
-
-
-class TransformerDecoderBlock(nn.Module):
-    """One Transformer decoder block (sec-transformer): three sublayers, each in AddNorm:
-
-        Y = AddNorm(X, MaskedMultiHead(X, X, X))                  # causal self-attention
-        Z = AddNorm(Y, MultiHead(Y, enc_outputs, enc_outputs))    # encoder-decoder attention
-        out = AddNorm(Z, FFN(Z))
-
-    ``X`` is ``(batch, steps, num_hiddens)``. With a ``cache`` (a :class:`DecoderCache`), the
-    self-attention also sees the keys and values of the steps cached before, and appends those
-    of ``X``; the cross-attention projects ``enc_outputs`` at the first call only. ``i`` is
-    d2l's block index, kept in the signature; the block needs no shared state to find its cache.
-    """
-
-    def __init__(
-        self, num_hiddens: int, ffn_num_hiddens: int, num_heads: int, dropout: float, i: int
-    ) -> None:
-        super().__init__()
-        self.i, self.num_hiddens = i, num_hiddens
-        self.attention1 = _block_attention(num_hiddens, num_heads, dropout)
-        self.addnorm1 = AddNorm(num_hiddens, dropout)
-        self.attention2 = _block_attention(num_hiddens, num_heads, dropout)
-        self.addnorm2 = AddNorm(num_hiddens, dropout)
-        self.ffn = PositionWiseFFN(ffn_num_hiddens, num_hiddens, num_inputs=num_hiddens)
-        self.addnorm3 = AddNorm(num_hiddens, dropout)
-
-    def forward(
-        self,
-        X: torch.Tensor,
-        enc_outputs: torch.Tensor,
-        enc_valid_lens: torch.Tensor | None = None,
-        cache: DecoderCache | None = None,
-    ) -> torch.Tensor:
-        check_hiddens(X, self.num_hiddens)
-        check_hiddens(enc_outputs, self.num_hiddens, "enc_outputs")
-        self_cache, cross_cache = cache if cache is not None else (None, None)
-        # Each step sees itself and every step before it, cached or new.
-        Y = self.addnorm1(X, self.attention1(X, X, X, causal=True, cache=self_cache))
-        Y2 = self.cross_attention(Y, enc_outputs, enc_valid_lens, cross_cache)
-        Z = self.addnorm2(Y, Y2)  # (batch, steps, num_hiddens)
-        return self.addnorm3(Z, self.ffn(Z))  # (batch, steps, num_hiddens)
-
-    def cross_attention(
-        self,
-        Y: torch.Tensor,
-        enc_outputs: torch.Tensor,
-        enc_valid_lens: torch.Tensor | None,
-        cache: KVCache | None,
-    ) -> torch.Tensor:
-        """Queries ``Y`` attend to the encoder outputs. In beam search ``Y`` has ``beams`` rows
-        per example but the encoder outputs one: the beams become extra queries of it."""
-        batch_size, rows = enc_outputs.shape[0], Y.shape[0]
-        if rows % batch_size:
-            raise ValueError(
-                f"X has {rows} rows, not a multiple of the {batch_size} rows of enc_outputs"
-            )
-        queries = Y.reshape(batch_size, -1, Y.shape[-1])  # (batch, beams * steps, num_hiddens)
-        output = self.attention2(queries, enc_outputs, enc_outputs, enc_valid_lens, cache=cache)
-        return output.reshape(Y.shape)  # (rows, steps, num_hiddens)
 
 
 class TransformerDecoder(nn.Module):
@@ -486,3 +203,53 @@ class TransformerDecoder(nn.Module):
         for blk, cache in zip(self.blks, caches):
             X = blk(X, enc_outputs, enc_valid_lens, cache)  # (batch, steps, num_hiddens)
         return self.dense(X), state  # (batch, steps, vocab_size)
+
+
+class BlockInputCacheDecoder(nn.Module):
+    """The decoder before its KV cache (d2l's design), run with ``decoder``'s own weights.
+
+    Its state is ``[enc_outputs, enc_valid_lens, inputs]``, where ``inputs[i]`` holds block
+    ``i``'s inputs at every step so far. Each step appends the new input, then projects *all*
+    of them into keys and values, and projects the encoder outputs again for cross-attention.
+    """
+
+    def __init__(self, decoder: TransformerDecoder) -> None:
+        super().__init__()
+        self.decoder = decoder
+
+    def init_state(self, enc_outputs: torch.Tensor, enc_valid_lens: torch.Tensor | None):
+        return [enc_outputs, enc_valid_lens, [None] * len(self.decoder.blks)]
+
+    def forward(self, X: torch.Tensor, state: list[Any]) -> tuple[torch.Tensor, list[Any]]:
+        decoder, (enc_outputs, enc_valid_lens, inputs) = self.decoder, state
+        offset = 0 if inputs[0] is None else inputs[0].shape[1]
+        X = decoder.pos_encoding(
+            decoder.embedding(X) * math.sqrt(decoder.num_hiddens), offset=offset
+        )
+        blocks = cast("Iterable[TransformerDecoderBlock]", decoder.blks)  # nn.Sequential: untyped
+        for i, blk in enumerate(blocks):
+            inputs[i] = X if inputs[i] is None else torch.cat((inputs[i], X), dim=1)
+            key_values = inputs[i]  # (batch, steps so far, num_hiddens): projected again below
+            Y = blk.addnorm1(X, blk.attention1(X, key_values, key_values, causal=True))
+            Y2 = blk.attention2(Y, enc_outputs, enc_outputs, enc_valid_lens)  # projected again
+            Z = blk.addnorm2(Y, Y2)
+            X = blk.addnorm3(Z, blk.ffn(Z))
+        return decoder.dense(X), state
+
+
+class NoCacheDecoder(nn.Module):
+    """Keeps only the tokens so far and runs all of them through ``decoder`` at every step."""
+
+    def __init__(self, decoder: TransformerDecoder) -> None:
+        super().__init__()
+        self.decoder = decoder
+
+    def init_state(self, enc_outputs: torch.Tensor, enc_valid_lens: torch.Tensor | None):
+        return [enc_outputs, enc_valid_lens, None]
+
+    def forward(self, X: torch.Tensor, state: list[Any]) -> tuple[torch.Tensor, list[Any]]:
+        enc_outputs, enc_valid_lens, prefix = state
+        prefix = X if prefix is None else torch.cat((prefix, X), dim=1)
+        fresh = self.decoder.init_state(enc_outputs, enc_valid_lens)
+        logits, _ = self.decoder(prefix, fresh)  # (batch, steps so far, vocab)
+        return logits[:, -X.shape[1] :], [enc_outputs, enc_valid_lens, prefix]

@@ -7,9 +7,9 @@ d2l 1.0.3 package does not ship these classes), so a state dict of d2l's code lo
 ``strict=True``. Where an input size is known it is an ``nn.Linear``/``nn.Conv2d`` rather than
 d2l's lazy layer; the parameters are the same.
 
-The ViT's block is :class:`companion.models.transformer.PreNormBlock`, the pre-norm block that the
+The ViT's block is :class:`companion.layers.blocks.PreNormBlock`, the pre-norm block that the
 decoder-only language model (:class:`companion.models.lm.GPT`) stacks too, with ``causal=True``; it
-and :class:`~companion.models.transformer.ViTMLP` are importable from here under d2l's names
+and :class:`~companion.layers.feedforward.ViTMLP` are importable from here under d2l's names
 ``ViTBlock`` and ``ViTMLP``.
 """
 
@@ -23,7 +23,8 @@ from torch import nn
 from torch.nn.parameter import UninitializedParameter
 
 from companion._validate import check_dropout, check_like_weights, check_positive
-from companion.models.transformer import PreNormBlock, ViTMLP
+from companion.layers.blocks import PreNormBlock
+from companion.layers.feedforward import ViTMLP
 
 ViTBlock = PreNormBlock  # d2l's name: the ViT's block is the pre-norm block GPT stacks too
 __all__ = [
