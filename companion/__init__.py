@@ -39,8 +39,7 @@ from companion.models.bert import (
     NextSentencePred,
     get_tokens_and_segments,
 )
-from companion.models.decoder import DecoderConfig, DecoderLM, gpt2_config, llama_config
-from companion.models.lm import GPT
+from companion.models.decoder import GPT, DecoderConfig, DecoderLM, gpt2_config, llama_config
 from companion.models.seq2seq import (
     EncoderDecoder,
     Seq2Seq,

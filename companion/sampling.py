@@ -166,10 +166,10 @@ def generate_tokens(
     generator: torch.Generator | None = None,
 ) -> torch.Tensor:
     """The loop of a decoder-only model's ``generate`` (sec-language-models), shared by
-    :class:`~companion.models.lm.GPT` and :class:`~companion.models.decoder.DecoderLM`, which check
-    the arguments first. ``model(inputs, caches)`` returns ``(batch, steps, vocab_size)`` logits;
-    each step samples the next token from the last row with :func:`sample_next` and appends it.
-    With ``caches`` (one empty cache per block) every step after the first feeds only the
+    :class:`~companion.models.decoder.GPT` and :class:`~companion.models.decoder.DecoderLM`, which
+    check the arguments first. ``model(inputs, caches)`` returns ``(batch, steps, vocab_size)``
+    logits; each step samples the next token from the last row with :func:`sample_next` and appends
+    it. With ``caches`` (one empty cache per block) every step after the first feeds only the
     newest token; with ``None``, the whole sequence so far. Returns ``(batch, steps +
     max_new_tokens)``; the model runs in eval mode and is left in the mode it had, even if a
     step raises."""

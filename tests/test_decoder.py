@@ -15,8 +15,7 @@ from companion.layers.gqa import GroupedQueryAttention, RollingKVCache, visible
 from companion.layers.kv_cache import KVCache
 from companion.layers.norms import RMSNorm
 from companion.layers.rotary import RotaryEmbedding
-from companion.models.decoder import DecoderConfig, DecoderLM, gpt2_config, llama_config
-from companion.models.lm import GPT
+from companion.models.decoder import GPT, DecoderConfig, DecoderLM, gpt2_config, llama_config
 
 VOCAB = 30
 CONFIGS = {

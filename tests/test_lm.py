@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from companion.layers.kv_cache import KVCache
-from companion.models.lm import GPT
+from companion.models.decoder import GPT
 from companion.models.vit import ViTBlock
 from companion.tasks.language import (
     PAD_INDEX,

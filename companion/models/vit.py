@@ -8,9 +8,9 @@ d2l 1.0.3 package does not ship these classes), so a state dict of d2l's code lo
 d2l's lazy layer; the parameters are the same.
 
 The ViT's block is :class:`companion.layers.blocks.PreNormBlock`, the pre-norm block that the
-decoder-only language model (:class:`companion.models.lm.GPT`) stacks too, with ``causal=True``; it
-and :class:`~companion.layers.feedforward.ViTMLP` are importable from here under d2l's names
-``ViTBlock`` and ``ViTMLP``.
+decoder-only language model (:class:`companion.models.decoder.GPT`) stacks too, with
+``causal=True``; it and :class:`~companion.layers.feedforward.ViTMLP` are importable from here under
+d2l's names ``ViTBlock`` and ``ViTMLP``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The GPT's time-to-quality recipe on the invented language (sec-language-models): a
-:class:`companion.models.lm.GPT` of :data:`RECIPE_MODEL` trained from scratch on
+:class:`companion.models.decoder.GPT` of :data:`RECIPE_MODEL` trained from scratch on
 :data:`RECIPE_SENTENCES` sentences until its validation cross-entropy is within
 :data:`TARGET_GAP` nats per token of the language's entropy floor.
 ``python -m companion.bench train`` runs it, and :mod:`companion.recipes.llama` runs it with
@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from companion.device import get_device
-from companion.models.lm import GPT
+from companion.models.decoder import GPT
 from companion.recipes import TimeToQuality
 from companion.tasks.language import (
     NUM_STEPS,
