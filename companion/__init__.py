@@ -9,8 +9,8 @@ unchanged; ``__all__`` lists them last, under "d2l compatibility".
 
 from companion.claims import claim
 from companion.data import kernel_regression_data
-from companion.decoding import beam_search, decode, greedy_decode
 from companion.device import get_device
+from companion.generation.decoding import beam_search, decode, greedy_decode
 from companion.layers.attention import (
     AdditiveAttention,
     DotProductAttention,

@@ -29,8 +29,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -40,6 +39,7 @@ from torch.nn.parameter import UninitializedParameter
 
 from companion._validate import check_positive
 from companion.device import get_device
+from companion.modes import eval_mode
 from companion.tasks.language import PAD_INDEX
 from companion.text import batches
 
@@ -136,18 +136,6 @@ def weight_decay_groups(model: nn.Module, weight_decay: float) -> list[dict[str,
         {"params": decay, "weight_decay": weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
-
-
-@contextmanager
-def eval_mode(model: nn.Module) -> Iterator[nn.Module]:
-    """``model`` in evaluation mode inside the block, then back in the mode it had, even when
-    the block raises: ``with eval_mode(model): ...``."""
-    was_training = model.training
-    model.eval()
-    try:
-        yield model
-    finally:
-        model.train(was_training)
 
 
 def _materialize_lazy(model: nn.Module, loss_fn: LossFn, batch: Batch) -> None:

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from companion import _validate
-from companion.decoding import EOS_CHECK_EVERY, beam_search, decode_steps, greedy_decode
+from companion.generation.decoding import EOS_CHECK_EVERY, beam_search, decode_steps, greedy_decode
 from companion.layers.kv_cache import KVCache
 from companion.models.decoder import GPT
 from companion.models.seq2seq import (

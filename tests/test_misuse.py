@@ -11,13 +11,13 @@ import torch
 from torch import nn
 
 import companion as C
+from companion.generation.sampling import sample_next
 from companion.layers.blocks import DecoderCache
 from companion.layers.kv_cache import KVCache
 from companion.models.bert import BERTClassifier, mask_tokens
 from companion.models.decoder import DecoderLM, llama_config
 from companion.pretrain import accuracy
 from companion.recipes.vit import classification_accuracy
-from companion.sampling import sample_next
 from companion.tasks.digits import ImageSet
 from companion.train import cross_entropy_per_token, fit
 
@@ -461,7 +461,8 @@ def test_a_model_that_raises_keeps_its_mode(evaluate):
 
 
 def test_the_modern_decoder_that_raises_keeps_its_mode():
-    """DecoderLM.generate shares GPT.generate's loop (companion.sampling.generate_tokens)."""
+    """DecoderLM.generate shares GPT.generate's loop
+    (companion.generation.sampling.generate_tokens)."""
     torch.manual_seed(0)
     model = raises_inside(DecoderLM(llama_config(VOCAB, max_len=10)).train())
     with pytest.raises(RuntimeError, match="a step failed"):

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from companion.sampling import apply_temperature, sample_next, top_k_filter, top_p_filter
+from companion.generation.sampling import apply_temperature, sample_next, top_k_filter, top_p_filter
 
 
 @st.composite

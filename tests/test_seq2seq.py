@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from companion.decoding import beam_search, decode, greedy_decode
+from companion.generation.decoding import beam_search, decode, greedy_decode
 from companion.layers.attention import MultiHeadAttention
 from companion.models.seq2seq import (
     EncoderDecoder,

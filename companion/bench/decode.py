@@ -30,8 +30,8 @@ from collections.abc import Callable, Sequence
 import torch
 
 from companion.bench.common import device_name, load_average, log
-from companion.decoding import decode_steps
 from companion.device import get_device
+from companion.generation.decoding import decode_steps
 from companion.measure import synchronize, use_threads
 from companion.models.seq2seq import EncoderDecoder
 from companion.models.transformer import (

@@ -26,7 +26,7 @@ import torch
 from companion.exercises.adapters import as_bool_mask
 from companion.exercises.core import Inputs, check
 from companion.exercises.sizes import draw
-from companion.sampling import top_p_filter
+from companion.generation.sampling import top_p_filter
 
 CHAPTER_VOCAB, CHAPTER_P = 6, 0.9
 CHAPTER_QUERIES, CHAPTER_KEYS = 4, 10

@@ -29,10 +29,11 @@ two choices made for it and explained in sec-language-models:
   the untied model here), and a token's input and output vectors learn from both uses.
   ``tie_weights=False`` gives a separate output matrix.
 
-:meth:`DecoderLM.generate` samples with :func:`companion.sampling.sample_next` and, by default,
-reads the keys and values of earlier positions from a :class:`companion.layers.kv_cache.KVCache`
-per block, so each new token costs one position's work; ``use_cache=False`` re-runs the whole
-prefix at every step, for comparison. Both give the same tokens.
+:meth:`DecoderLM.generate` samples with :func:`companion.generation.sampling.sample_next` and, by
+default, reads the keys and values of earlier positions from a
+:class:`companion.layers.kv_cache.KVCache` per block, so each new token costs one position's work;
+``use_cache=False`` re-runs the whole prefix at every step, for comparison. Both give the same
+tokens.
 
 GPT's data are :func:`companion.tasks.language.lm_arrays`, its loss
 :func:`companion.train.next_token_loss` and its time-to-quality recipe
@@ -57,13 +58,13 @@ from companion._validate import (
     check_steps,
     check_token_ids,
 )
+from companion.generation.sampling import check_sampling_arguments, generate_tokens
 from companion.layers.blocks import PreNormBlock
 from companion.layers.gqa import Cache, RollingKVCache, steps_seen
 from companion.layers.kv_cache import KVCache
 from companion.layers.norms import make_norm
 from companion.layers.positional import PositionalEncoding
 from companion.layers.rotary import RotaryEmbedding, check_pairing
-from companion.sampling import check_sampling_arguments, generate_tokens
 
 CHOICES = {
     "norm": ("layer", "rms"),
@@ -285,8 +286,8 @@ class DecoderLM(nn.Module):
     ) -> torch.Tensor:
         """Continue ``prompt`` ``(batch, steps)`` by ``max_new_tokens`` sampled tokens; returns
         ``(batch, steps + max_new_tokens)``. ``temperature=0`` is greedy; see
-        :func:`~companion.sampling.sample_next`. With ``use_cache`` each step feeds only the
-        newest token (earlier keys and values come from the caches); without it each step
+        :func:`~companion.generation.sampling.sample_next`. With ``use_cache`` each step feeds only
+        the newest token (earlier keys and values come from the caches); without it each step
         feeds the whole sequence so far."""
         check_positive(max_new_tokens=max_new_tokens)
         self._check_inputs(prompt, None, name="prompt")

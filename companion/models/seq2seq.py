@@ -13,7 +13,7 @@ loads into these classes with ``strict=True`` and code moves between the two boo
 - :class:`EncoderDecoder` and :class:`Seq2Seq` are d2l's, as plain PyTorch modules (no d2l
   trainer); ``predict_step`` is d2l's greedy prediction.
 
-Decoding (greedy and beam search) lives in :mod:`companion.decoding`.
+Decoding (greedy and beam search) lives in :mod:`companion.generation.decoding`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from torch import nn
 from torch.nn.parameter import UninitializedParameter
 
 from companion._validate import check_dropout, check_positive, check_token_ids
-from companion.decoding import Decoded, Decoder, State, decode, decode_steps
+from companion.generation.decoding import Decoded, Decoder, State, decode, decode_steps
 from companion.layers.attention import AdditiveAttention
 from companion.layers.kv_cache import KVCache
 from companion.train import sequence_loss

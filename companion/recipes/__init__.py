@@ -31,7 +31,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from companion.decoding import decode
+from companion.generation.decoding import decode
 from companion.metrics import corpus_bleu, exact_match
 from companion.models.seq2seq import EncoderDecoder, Seq2SeqAttentionDecoder, Seq2SeqEncoder
 from companion.models.transformer import TransformerDecoder, TransformerEncoder

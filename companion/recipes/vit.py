@@ -16,10 +16,11 @@ from torch import nn
 from torch.nn import functional as F
 
 from companion.device import get_device
+from companion.modes import eval_mode
 from companion.recipes import TimeToQuality
 from companion.tasks.digits import ImageSet, load_digit_splits
 from companion.text import batches
-from companion.train import eval_mode, fit
+from companion.train import fit
 
 
 @torch.no_grad()

@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from companion._validate import values_checked
-from companion.train import eval_mode
+from companion.modes import eval_mode
 
 
 def _check_logits(logits: torch.Tensor) -> None:

@@ -38,7 +38,7 @@ from torch import nn
 
 from companion._validate import check_positive
 from companion.layers.attention import record_attention
-from companion.train import eval_mode
+from companion.modes import eval_mode
 
 State = Any  # whatever a decoder's init_state returns: tensors in tuples, lists or dicts
 # A decoder with d2l's protocol (above): decoder(X, state), init_state, maybe reorder_state and
