@@ -7,8 +7,9 @@ and writes it, documents its format. This extension
 
 * renders the record with the ``{execution-status}`` directive, and
 * fails the build, with or without ``-W``, when the record no longer describes the notebooks
-  of ``_toc.yml``: one has no entry, one's bytes changed after it ran (a sha256, since file
-  times mean nothing in a fresh clone), or one's last run failed.
+  of ``_toc.yml``: one has no entry, one's code changed after it ran (a sha256 of its code
+  cells, since file times mean nothing in a fresh clone; prose, tags and metadata may change
+  freely), or one's last run failed.
 
 ``execution_status_check = False`` turns the check off, for a build whose notebooks are not
 the ones executed (the student edition renders stripped copies next to the original record).
@@ -26,13 +27,10 @@ from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util.docutils import SphinxDirective
 
-if __package__:  # imported as tools.execution_status: the tests, tools/notebooks.py
-    from tools import record as execution_record
-else:  # loaded by Jupyter Book as a local extension, with tools/ on sys.path
-    import record as execution_record
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tools.claims
+if not __package__:  # loaded by Jupyter Book as a local extension, with tools/ on sys.path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tools import claims as trained_claims
+from tools import record as execution_record
 
 RECORD_PATH = execution_record.RECORD_PATH
 FIX = execution_record.FIX
@@ -209,11 +207,14 @@ class TrainedClaimsDirective(SphinxDirective):
         record = trained_claims.read_claims(path)
         if not record["notebooks"]:
             raise self.error(f"{trained_claims.CLAIMS_PATH} has no claims: run `make claims`")
-        header, *rows = trained_claims.table_rows(record)
-        where = nodes.paragraph(
-            text=f"Measured on {record['machine']}, {readable_time(record['measured_at'])}."
+        header, *rows = trained_claims.table_rows(record, trained_claims.library_sha256())
+        note = nodes.paragraph(
+            text=f"{trained_claims.machines(record)} A value marked * was measured with an "
+            "earlier version of companion on the same notebook code (a run this CPU cannot "
+            "repeat, kept from an earlier sweep); – marks a run not measured on the notebook's "
+            "code."
         )
-        return [where, table(header, rows)]
+        return [note, table(header, rows)]
 
 
 def setup(app: Sphinx) -> dict:

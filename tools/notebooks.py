@@ -28,13 +28,10 @@ from tools import toc
 from tools.record import (
     RECORD,
     ROOT,
-    RUNS_ALONE,
-    alone_environment,
     read_record,
     record_entry,
     release_version,
     run_environment,
-    spins_alone,
     write_record,
 )
 
@@ -96,7 +93,7 @@ def coalesce_streams(cell) -> None:
     How a cell's prints are split into messages depends on when the kernel flushed, which
     depends on the machine's load; merging them makes the committed file independent of it.
     """
-    merged = []
+    merged: list = []
     for output in cell.get("outputs", []):
         previous = merged[-1] if merged else None
         if (
@@ -164,14 +161,9 @@ def place_setup_cell(notebook) -> None:
     is overwritten; anything else (a new chapter's title or first code) stays, and the set-up
     cell goes in before it.
     """
-    first = notebook.cells[0] if notebook.cells else None
-    replaceable = (
-        first is not None
-        and first.cell_type == "code"
-        and (
-            not first.source.strip()
-            or first.source.startswith(("# Colab set-up:", SETUP_PLACEHOLDER))
-        )
+    first = notebook.cells[0] if notebook.cells else nbformat.v4.new_markdown_cell()
+    replaceable = first.cell_type == "code" and (
+        not first.source.strip() or first.source.startswith(("# Colab set-up:", SETUP_PLACEHOLDER))
     )
     if not replaceable:
         first = nbformat.v4.new_code_cell()
@@ -180,11 +172,9 @@ def place_setup_cell(notebook) -> None:
     first.metadata["tags"] = [SETUP_CELL_TAG]
 
 
-def run_notebook(
-    notebook, folder: Path, allow_errors: bool = False, env: dict[str, str] | None = None
-) -> None:
-    """Execute ``notebook`` in place from a fresh kernel started in ``folder``, with the
-    environment ``env`` (by default this process's)."""
+def run_notebook(notebook, folder: Path, allow_errors: bool = False) -> None:
+    """Execute ``notebook`` in place from a fresh kernel started in ``folder``, in this
+    process's environment."""
     from nbclient import NotebookClient
 
     NotebookClient(
@@ -194,18 +184,17 @@ def run_notebook(
         record_timing=False,
         allow_errors=allow_errors,
         resources={"metadata": {"path": str(folder)}},
-    ).execute(**({} if env is None else {"env": env}))
+    ).execute()
 
 
-def execute(path: Path, env: dict[str, str] | None = None) -> float:
-    """Re-run ``path`` in place from a fresh kernel started in its folder, with the environment
-    ``env`` (by default this process's); return the seconds."""
+def execute(path: Path) -> float:
+    """Re-run ``path`` in place from a fresh kernel started in its folder; return the seconds."""
 
     committed = nbformat.read(path, as_version=4)
     notebook = nbformat.read(path, as_version=4)
     place_setup_cell(notebook)
     start = time.perf_counter()
-    run_notebook(notebook, path.parent, env=env)
+    run_notebook(notebook, path.parent)
     seconds = time.perf_counter() - start
     for cell in notebook.cells:
         if cell.cell_type == "code":
@@ -236,8 +225,7 @@ def execute_and_record(
     for path, name in zip(paths, names):
         start = time.perf_counter()
         try:
-            spins = name in RUNS_ALONE and spins_alone()
-            seconds = execute(path, alone_environment(os.environ) if spins else None)
+            seconds = execute(path)
             result = "passed"
         except Exception as error:  # a failing notebook is recorded, not fatal to the run
             seconds = time.perf_counter() - start

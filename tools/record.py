@@ -9,15 +9,14 @@ The format: ``{"notebooks": {"book/X.ipynb": entry, ...}}``, where an entry has
 * ``executed_at``: UTC, ISO 8601;
 * ``seconds``: the wall clock of the execution, compared with :data:`NOTEBOOK_BUDGET_S`;
 * ``result``: ``passed`` or ``failed: <exception name>``;
-* ``sha256``: of the file as the run left it, so a build can tell that it changed since
-  (file times mean nothing in a fresh clone);
+* ``code_sha256``: :func:`code_sha256` of the notebook as the run left it, so a build can tell
+  that its code changed since (file times mean nothing in a fresh clone); a change to a
+  markdown cell, a tag or the metadata needs no new run;
 * ``environment``: :func:`run_environment`, per notebook, since a partial re-run may use other
   versions.
 
-It also holds what the notebook runs share with the test session: the time budget, and which
-notebooks run alone and when their kernels may spin (:data:`RUNS_ALONE`, :func:`spins_alone`).
-This module imports neither Sphinx nor nbclient, so the test session's ``conftest.py`` can use
-them.
+It also holds the time budget that the test summary and the status page report. This module
+imports neither Sphinx nor nbclient, so the test session's ``conftest.py`` can use it.
 """
 
 from __future__ import annotations
@@ -26,12 +25,14 @@ import hashlib
 import json
 import os
 import platform
-import time
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
+
+import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORD_PATH = "book/execution-status.json"  # relative to the book's root
@@ -39,58 +40,10 @@ RECORD = ROOT / RECORD_PATH
 PASSED = "passed"
 FIX = "run `make outputs`"
 
-# Every notebook runs in at most this many seconds on 2 CPU cores. Over it is reported (the
-# test summary, the status page); only over FAIL_FACTOR times it fails a run, since a shared
+# Every notebook runs in at most this many seconds on 2 CPU cores. It is a report, never a
+# failure: the test summary and the status page flag a notebook over it, since a shared
 # machine's timings are noisy.
 NOTEBOOK_BUDGET_S = 60.0
-FAIL_FACTOR = 2.0
-
-# The notebooks that run with nothing beside them: `make test`'s workers hold back every other
-# test meanwhile (the root conftest's lock), and `make outputs` runs one notebook at a time. The
-# Transformer chapter has the tightest budget: it trains for 314 steps of a few thousand small
-# kernels each.
-RUNS_ALONE = frozenset({"book/transformer.ipynb"})
-# Alone on a quiet machine, a notebook's kernel gets libgomp's default wait policy: an idle
-# OpenMP thread spins a moment before it sleeps. The pins' OMP_WAIT_POLICY=PASSIVE puts it to
-# sleep at once, which wakes a thread for every parallel kernel: measured on 2 AMD EPYC cores, a
-# training step of that chapter took 66 ms sleeping and 39 ms spinning, and the chapter 42 s and
-# 26 s. Beside other work spinning is far worse: with one core kept busy by another process, the
-# step took 94 ms sleeping and 178 ms spinning. So the kernel spins only if the machine is quiet
-# as it starts: less than QUIET_BELOW of its CPU time busy. The arithmetic is the same either way
-# (the committed outputs reproduce exactly).
-WAIT_POLICY = "OMP_WAIT_POLICY"
-QUIET_BELOW = 0.25
-PROC_STAT = Path("/proc/stat")
-
-
-def busy_share(seconds: float = 0.5, stat: Path = PROC_STAT) -> float | None:
-    """The share of the machine's CPU time that was busy over the next ``seconds``, from the
-    first line of Linux's ``/proc/stat``; None where there is none."""
-
-    def totals() -> tuple[int, int]:
-        ticks = [int(field) for field in stat.read_text().split("\n", 1)[0].split()[1:]]
-        return sum(ticks), sum(ticks[3:5])  # all, idle + iowait
-
-    if not stat.exists():
-        return None
-    total, idle = totals()
-    time.sleep(seconds)
-    later_total, later_idle = totals()
-    if later_total == total:
-        return None
-    return 1 - (later_idle - idle) / (later_total - total)
-
-
-def spins_alone() -> bool:
-    """Whether a notebook of :data:`RUNS_ALONE` starting now gets libgomp's default wait
-    policy: the machine is quiet."""
-    busy = busy_share()
-    return busy is not None and busy < QUIET_BELOW
-
-
-def alone_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """``environ`` without :data:`WAIT_POLICY`, for a notebook that :func:`spins_alone`."""
-    return {name: value for name, value in environ.items() if name != WAIT_POLICY}
 
 
 class RecordError(ValueError):
@@ -101,12 +54,17 @@ def over_budget(seconds: float) -> bool:
     return seconds > NOTEBOOK_BUDGET_S
 
 
-def fails_budget(seconds: float) -> bool:
-    return seconds > FAIL_FACTOR * NOTEBOOK_BUDGET_S
+def code_sha256(notebook: Any, keep: Callable[[Any], bool] = lambda cell: True) -> str:
+    """A fingerprint of a notebook's code: the sources of its code cells that ``keep``
+    accepts, in order. Markdown, tags, metadata and outputs are left out: changing them
+    changes nothing a run prints."""
+    sources = [cell.source for cell in notebook.cells if cell.cell_type == "code" and keep(cell)]
+    return hashlib.sha256("\n\0".join(sources).encode()).hexdigest()
 
 
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def notebook_sha256(path: Path) -> str:
+    """:func:`code_sha256` of the notebook file at ``path``."""
+    return code_sha256(nbformat.read(path, as_version=4))
 
 
 def read_record(path: Path = RECORD, missing_ok: bool = False) -> dict:
@@ -156,7 +114,7 @@ def record_entry(path: Path, seconds: float, result: str, environment: Mapping[s
         "executed_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
         "seconds": round(seconds, 1),
         "result": result,
-        "sha256": file_sha256(path),
+        "code_sha256": notebook_sha256(path),
         "environment": dict(environment),
     }
 
@@ -170,9 +128,9 @@ def stale_entries(record: Mapping, root: Path, notebooks: Sequence[str]) -> list
         entry = entries.get(name)
         if entry is None:
             problems.append(f"{name}: has no entry in the record")
-        elif entry.get("sha256") != file_sha256(root / name):
+        elif entry.get("code_sha256") != notebook_sha256(root / name):
             problems.append(
-                f"{name}: changed after its last execution ({entry.get('executed_at')})"
+                f"{name}: its code changed after its last execution ({entry.get('executed_at')})"
             )
         elif entry.get("result") != PASSED:
             problems.append(f"{name}: its last execution {entry.get('result')}")
