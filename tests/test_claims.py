@@ -23,6 +23,7 @@ from tools.record import ROOT
 
 RECORD = sweep.read_claims()
 TRAINED = [path.relative_to(ROOT).as_posix() for path in sweep.trained_notebooks()]
+LIBRARY = sweep.library_sha256()
 
 
 def test_claim_holds_fails_and_logs(tmp_path, monkeypatch):
@@ -142,26 +143,32 @@ def literal_claims(path) -> set[str]:
     return statements
 
 
-def test_the_sweep_record_covers_every_run():
+def test_the_sweep_record_names_every_run():
     assert [run["name"] for run in RECORD["runs"]] == [run.name for run in sweep.RUNS]
-    assert RECORD["machine"], "the record names the machine it was measured on"
 
 
 @pytest.mark.parametrize("name", TRAINED)
 def test_each_claim_holds_over_seeds_and_numerics(name):
-    """Every claim of the notebook was measured by `python -m tools.claims sweep` on the code
-    as it is now, and held in every run with no cell failing."""
+    """Every claim of the notebook was measured by `make claims` on the code as it is now, in
+    every run that any CPU can do, and held in every run with no cell failing. A run that needs
+    a CPU feature (AVX-512) may be missing, or kept from a sweep of the same notebook code with
+    an earlier companion; the status page shows which."""
     entry = RECORD["notebooks"].get(name)
-    fix = f"run `make claims NOTEBOOKS={name}`"
+    fix = f"run `make claims NOTEBOOKS={name}` (any CPU)"
     assert entry is not None, f"{name} has trained cells but no sweep: {fix}"
-    assert entry["code_sha256"] == sweep.code_sha256(nbformat.read(ROOT / name, as_version=4)), (
-        f"{name}'s code changed after its sweep: {fix}"
-    )
+    now = sweep.fingerprint(ROOT / name)
+    for run in sweep.RUNS:
+        stamp = entry["runs"].get(run.name)
+        if run.every_cpu:
+            assert stamp is not None, f"{name} was not swept in run {run.name!r}: {fix}"
+            assert stamp["code_sha256"] == now["code_sha256"], f"{name}'s code changed: {fix}"
+            assert stamp["library_sha256"] == LIBRARY, f"companion changed since: {fix}"
+        elif stamp is not None:
+            assert stamp["code_sha256"] == now["code_sha256"], f"{name}: a stale {run.name!r}"
     assert entry["errors"] == {}, f"cells failed in the sweep: {entry['errors']}"
     assert entry["claims"], f"{name} has trained cells but makes no claim about them"
-    runs = [run.name for run in sweep.RUNS]
     for made in entry["claims"]:
-        assert sorted(made["values"]) == sorted(runs), f"not made in every run: {made['claim']}"
+        assert sorted(made["values"]) == sorted(entry["runs"]), f"not in every run: {made}"
         assert all(made["held"].values()), f"does not hold in every run: {made}"
     missing = literal_claims(ROOT / name) - {made["claim"] for made in entry["claims"]}
     assert not missing, f"claims in the notebook that its sweep never saw: {missing}"
@@ -180,15 +187,25 @@ def test_trained_cells_carry_no_nbval_marker():
                 assert "# NBVAL_" not in cell.source, f"{name}: a trained cell with a marker"
 
 
-def test_a_sweep_entry_and_its_table_give_each_run_and_the_smallest_margin(tmp_path):
-    path = tmp_path / "chapter.ipynb"
-    nbformat.write(notebook(nbformat.v4.new_code_cell("x = 1")), path)
+def stamp(code: str = "c", library: str = "l") -> dict:
+    return {"code_sha256": code, "library_sha256": library, "machine": "M", "measured_at": "T"}
+
+
+def test_a_sweep_entry_and_its_table_give_each_run_and_the_smallest_margin():
     made = {"claim": "A beats B", "above": 0.1, "below": None}
     measurements = {
-        "seed 0": {"claims": [{**made, "value": 0.3, "held": True}], "errors": []},
-        "seed 1": {"claims": [{**made, "value": 0.15, "held": True}], "errors": ["cell 3: X"]},
+        "seed 0": {
+            "claims": [{**made, "value": 0.3, "held": True}],
+            "errors": [],
+            "stamp": stamp(),
+        },
+        "seed 1": {
+            "claims": [{**made, "value": 0.15, "held": True}],
+            "errors": ["cell 3: X"],
+            "stamp": stamp(library="earlier"),
+        },
     }
-    entry = sweep.sweep_entry(path, measurements)
+    entry = sweep.sweep_entry(measurements)
     assert entry["claims"] == [
         {
             **made,
@@ -197,29 +214,92 @@ def test_a_sweep_entry_and_its_table_give_each_run_and_the_smallest_margin(tmp_p
         }
     ]
     assert entry["errors"] == {"seed 1": ["cell 3: X"]}
+    assert entry["runs"] == {"seed 0": stamp(), "seed 1": stamp(library="earlier")}
+    assert sweep.kept_run(entry, "seed 1") == measurements["seed 1"]
     record = {
         "runs": [{"name": "seed 0"}, {"name": "seed 1"}, {"name": "seed 2"}],
         "notebooks": {"book/chapter.ipynb": entry},
     }
-    header, row = sweep.table_rows(record)
+    header, row = sweep.table_rows(record, library="l")
     assert header[-1] == "smallest margin"
-    assert row == ["chapter", "A beats B", "> 0.1", "0.3", "0.15", "–", "0.05"]
+    assert row == ["chapter", "A beats B", "> 0.1", "0.3", "0.15*", "–", "0.05"]
 
 
-def test_sweeping_one_run_keeps_the_others_and_refuses_changed_code(tmp_path):
-    """``sweep --run NAME`` merges one new run into the record's other runs: the kept runs come
-    back in the form a measurement has, so the entry rebuilt from them is the record's, less
-    the replaced run; and a notebook whose code changed since its sweep is refused."""
-    name = "book/multihead-attention.ipynb"
-    path, entry, replaced = ROOT / name, RECORD["notebooks"][name], sweep.RUNS[-1].name
-    kept = sweep.kept_measurements(entry, path, [replaced])
-    assert replaced not in kept and len(kept) == len(sweep.RUNS) - 1
-    rebuilt = sweep.sweep_entry(path, kept)
-    for made, recorded in zip(rebuilt["claims"], entry["claims"], strict=True):
-        assert made["values"] == {r: v for r, v in recorded["values"].items() if r != replaced}
-    notebook = nbformat.read(path, as_version=4)
-    notebook.cells.append(nbformat.v4.new_code_cell("print('changed')"))
-    changed = tmp_path / "changed.ipynb"
-    nbformat.write(notebook, changed)
-    with pytest.raises(SystemExit, match="changed since its last sweep"):
-        sweep.kept_measurements(entry, changed, [replaced])
+@pytest.fixture
+def chapter(tmp_path, monkeypatch):
+    """A trained notebook in a book of its own, and sweeps that measure without running it:
+    each run's claim is worth its seed offset plus 0.5."""
+    path = tmp_path / "book" / "chapter.ipynb"
+    path.parent.mkdir()
+    nbformat.write(notebook(nbformat.v4.new_code_cell("x = 1")), path)
+    made = {"claim": "x is positive", "above": 0, "below": None}
+
+    def measure(path, run):
+        value = run.seed_offset + 0.5
+        claims = [{**made, "value": value, "held": True}]
+        return {
+            "claims": claims,
+            "errors": [],
+            "stamp": {**sweep.fingerprint(path), "machine": run.name, "measured_at": "T"},
+        }
+
+    monkeypatch.setattr(sweep, "measure", measure)
+    return path
+
+
+def test_a_cpu_without_avx512_sweeps_the_other_runs_and_keeps_it_while_the_code_is_unchanged(
+    chapter, tmp_path, monkeypatch
+):
+    record = tmp_path / "claims.json"
+    everything = [run.name for run in sweep.RUNS]
+    optional = [run.name for run in sweep.RUNS if not run.every_cpu]
+    monkeypatch.setattr(sweep, "can_do", lambda run: True)
+    assert sweep.sweep([chapter], record, tmp_path)
+    assert sorted(sweep.read_claims(record)["notebooks"]["book/chapter.ipynb"]["runs"]) == sorted(
+        everything
+    )
+
+    # The CPU lacks AVX-512 (or --skip says so): the run is kept, stamped as it was measured.
+    monkeypatch.setattr(sweep, "can_do", lambda run: run.every_cpu)
+    before = sweep.read_claims(record)["notebooks"]["book/chapter.ipynb"]
+    assert sweep.sweep([chapter], record, tmp_path)
+    after = sweep.read_claims(record)["notebooks"]["book/chapter.ipynb"]
+    assert all(after["runs"][name] == before["runs"][name] for name in optional)
+    assert after["claims"] == before["claims"]
+
+    # The notebook's code changes: the run this CPU cannot do is left out, not an error.
+    nbformat.write(notebook(nbformat.v4.new_code_cell("x = 2")), chapter)
+    assert sweep.sweep([chapter], record, tmp_path)
+    after = sweep.read_claims(record)["notebooks"]["book/chapter.ipynb"]
+    assert sorted(after["runs"]) == sorted(set(everything) - set(optional))
+    assert all(sorted(made["values"]) == sorted(after["runs"]) for made in after["claims"])
+
+
+def test_a_skipped_run_must_exist(chapter, tmp_path):
+    with pytest.raises(SystemExit, match="no run named seed 9"):
+        sweep.sweep([chapter], tmp_path / "claims.json", tmp_path, skip=["seed 9"])
+
+
+def test_the_fingerprint_follows_code_not_prose_or_docstrings(tmp_path):
+    """A markdown cell or a docstring changes no trained result; code in either place does."""
+    path = tmp_path / "chapter.ipynb"
+    cells = [nbformat.v4.new_markdown_cell("Prose."), nbformat.v4.new_code_cell("x = 1")]
+    nbformat.write(notebook(*cells), path)
+    first = sweep.code_sha256(nbformat.read(path, as_version=4))
+    cells[0].source = "Prose, edited."
+    nbformat.write(notebook(*cells), path)
+    assert sweep.code_sha256(nbformat.read(path, as_version=4)) == first
+    cells[1].source = "x = 2"
+    nbformat.write(notebook(*cells), path)
+    assert sweep.code_sha256(nbformat.read(path, as_version=4)) != first
+
+    library = tmp_path / "companion"
+    (library / "figures").mkdir(parents=True)
+    module = library / "layer.py"
+    module.write_text('"""A layer."""\n\n\ndef f(x):\n    """Twice x."""\n    return 2 * x\n')
+    first = sweep.library_sha256(library)
+    module.write_text('"""A layer, edited."""\n\n\ndef f(x):  # why\n    return 2 * x\n')
+    (library / "figures" / "plot.py").write_text("colour = 'red'\n")
+    assert sweep.library_sha256(library) == first
+    module.write_text('"""A layer."""\n\n\ndef f(x):\n    return 3 * x\n')
+    assert sweep.library_sha256(library) != first
