@@ -42,7 +42,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
@@ -103,7 +105,7 @@ def say(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
-def run(command: list[str], **options) -> None:
+def run(command: Sequence[str | Path], **options: Any) -> None:
     say("$ " + " ".join(str(part) for part in command))
     subprocess.run([str(part) for part in command], check=True, **options)
 
@@ -174,8 +176,12 @@ def first_coding_exercise(root: Path = ROOT) -> tuple[str, str, str]:
             for call in exercise.checks:
                 tree = ast.parse(notebook.cells[call.cell].source)
                 keep = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
-                body = [node for node in tree.body if isinstance(node, keep)]
-                return ast.unparse(ast.Module(body, type_ignores=[])), call.function, call.checker
+                body: list[ast.stmt] = [node for node in tree.body if isinstance(node, keep)]
+                return (
+                    ast.unparse(ast.Module(body, type_ignores=[])),
+                    call.function,
+                    call.checker,
+                )
     raise SystemExit("no chapter has a coding exercise with a checker")
 
 
@@ -183,7 +189,7 @@ def fresh_install(python: str, workdir: Path, torch_args: list[str], root: Path 
     """Steps 1 to 4: a venv in ``workdir`` with torch and companion only; the install check."""
     venv = workdir / "venv"
     run([python, "-m", "venv", venv])
-    pip = [venv / "bin" / "python", "-m", "pip", "install", "--quiet"]
+    pip: list[str | Path] = [venv / "bin" / "python", "-m", "pip", "install", "--quiet"]
     environment = reader_environment(venv)
     if "--no-index" in torch_args:  # the local wheel; its own dependencies from the index
         run([*pip, "--no-deps", *torch_args], env=environment)

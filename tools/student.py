@@ -256,9 +256,9 @@ def stage_source(root: Path, source: Path, notebooks: list[Path], repository_url
         shutil.rmtree(source)
     config = yaml.safe_load((root / "_config.yml").read_text())
     shutil.copytree(root / "book", source / "book", ignore=shutil.ignore_patterns("*.ipynb"))
-    for page in (source / "book").rglob("*.md"):
-        if "solution-start" in _gates(page.read_text()):
-            raise MarkerError(f"{page.relative_to(source)}: solutions in a markdown page")
+    for markdown in (source / "book").rglob("*.md"):
+        if "solution-start" in _gates(markdown.read_text()):
+            raise MarkerError(f"{markdown.relative_to(source)}: solutions in a markdown page")
     for notebook in notebooks:
         shutil.copy2(notebook, source / "book" / notebook.name)
     for page in INSTRUCTOR_PAGES:
