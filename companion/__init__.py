@@ -2,13 +2,24 @@
 
 Names and signatures follow the PyTorch edition of Dive into Deep Learning (d2l), so code moves
 between the two. The layers, models and tools the chapters use are importable from here; a
-chapter's own helpers come from their module (``companion.tasks.language``, ``companion.train``,
-``companion.source``, ...). A few d2l names that no chapter uses are kept so that d2l code runs
-unchanged; ``__all__`` lists them last, under "d2l compatibility".
+chapter's own helpers come from their module (``companion.data.tasks.language``,
+``companion.train``, ``companion.source``, ...). A few d2l names that no chapter uses are kept so
+that d2l code runs unchanged; ``__all__`` lists them last, under "d2l compatibility".
 """
 
 from companion.claims import claim
-from companion.data import kernel_regression_data
+from companion.data import corpus as corpus  # `from companion import corpus` (not in __all__)
+from companion.data.regression import kernel_regression_data
+from companion.data.tasks import copy_task, date_task, translation_task
+from companion.data.text import (
+    ParallelCorpus,
+    Vocab,
+    batches,
+    build_arrays,
+    load_parallel_corpus,
+    preprocess_nmt,
+    tokenize_nmt,
+)
 from companion.device import get_device
 from companion.generation.decoding import beam_search, decode, greedy_decode
 from companion.layers.attention import (
@@ -58,16 +69,6 @@ from companion.plot import (
     show_heatmaps,
 )
 from companion.repro import reproducible
-from companion.tasks import copy_task, date_task, translation_task
-from companion.text import (
-    ParallelCorpus,
-    Vocab,
-    batches,
-    build_arrays,
-    load_parallel_corpus,
-    preprocess_nmt,
-    tokenize_nmt,
-)
 from companion.tokenizer import Tokenizer
 from companion.train import sequence_loss, train_seq2seq
 

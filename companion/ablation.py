@@ -26,16 +26,16 @@ from typing import Any
 
 import torch
 
-from companion.device import get_device
-from companion.models.decoder import DecoderConfig, DecoderLM, gpt2_config
-from companion.tasks.language import (
+from companion.data.tasks.language import (
     NUM_STEPS,
     invented_sentences,
     language_model_vocab,
     lm_arrays,
     sentence_log_prob,
 )
-from companion.text import batches
+from companion.data.text import batches
+from companion.device import get_device
+from companion.models.decoder import DecoderConfig, DecoderLM, gpt2_config
 from companion.train import cross_entropy_per_token, fit, next_token_loss
 
 RESULTS = Path(__file__).resolve().parent / "results" / "ablation.json"

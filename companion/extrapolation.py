@@ -39,9 +39,13 @@ from typing import Any
 import torch
 
 from companion.ablation import BASE, TEST_SENTENCES, train_decoder
+from companion.data.tasks.language import (
+    invented_sentences,
+    language_model_vocab,
+    sentence_log_prob,
+)
+from companion.data.text import Vocab
 from companion.models.decoder import DecoderConfig, DecoderLM, gpt2_config
-from companion.tasks.language import invented_sentences, language_model_vocab, sentence_log_prob
-from companion.text import Vocab
 from companion.train import cross_entropy_per_token
 
 RESULTS = Path(__file__).resolve().parent / "results" / "length.json"

@@ -27,12 +27,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from companion.models.bert import CLS, MASK, SEP, BERTClassifier, BERTModel, mask_tokens, mlm_loss
-from companion.modes import eval_mode
-from companion.tasks.pretraining import (
+from companion.data.tasks.pretraining import (
     BERTArrays,
 )
-from companion.text import Vocab, batches
+from companion.data.text import Vocab, batches
+from companion.models.bert import CLS, MASK, SEP, BERTClassifier, BERTModel, mask_tokens, mlm_loss
+from companion.modes import eval_mode
 from companion.train import Batch, fit
 
 MAX_LEN = 14  # the longest input: a sentence of 12 words, <cls> and <sep>

@@ -20,12 +20,12 @@ from typing import Any
 import torch
 from torch import nn
 
+from companion.data.tasks import Splits, translation_task
+from companion.data.text import ParallelCorpus, Vocab, batches, build_arrays
 from companion.generation.decoding import decode
 from companion.metrics import corpus_bleu, exact_match, standard_corpus_bleu
 from companion.models.seq2seq import EncoderDecoder, Seq2SeqAttentionDecoder, Seq2SeqEncoder
 from companion.models.transformer import TransformerDecoder, TransformerEncoder
-from companion.tasks import Splits, translation_task
-from companion.text import ParallelCorpus, Vocab, batches, build_arrays
 from companion.train import train_seq2seq
 
 RESULTS = Path(__file__).parent / "results" / "rnn_comparison.json"

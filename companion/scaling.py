@@ -19,8 +19,8 @@ from typing import Any
 import torch
 
 from companion.ablation import gap_to_floor, language_data, num_parameters
+from companion.data.tasks.language import NUM_STEPS
 from companion.models.decoder import DecoderConfig, gpt2_config
-from companion.tasks.language import NUM_STEPS
 
 RESULTS = Path(__file__).resolve().parent / "results" / "scaling.json"
 WIDTHS = (16, 32, 64, 128, 256)  # num_hiddens; 4 heads, 2 blocks, an MLP twice as wide

@@ -38,10 +38,10 @@ from torch import nn
 from torch.nn.parameter import UninitializedParameter
 
 from companion._validate import check_positive
+from companion.data.tasks.language import PAD_INDEX
+from companion.data.text import batches
 from companion.device import get_device
 from companion.modes import eval_mode
-from companion.tasks.language import PAD_INDEX
-from companion.text import batches
 
 PROGRESS_VARIABLE = "COMPANION_PROGRESS"
 
@@ -72,7 +72,7 @@ def sequence_loss(
 def next_token_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
     """Mean cross-entropy of each label given the inputs before it, padding excluded: the loss
     :func:`fit` minimises for a language model (sec-language-models). ``batch`` is ``(inputs,
-    labels)``, as :func:`companion.tasks.language.lm_arrays` makes them."""
+    labels)``, as :func:`companion.data.tasks.language.lm_arrays` makes them."""
     inputs, labels = batch
     return sequence_loss(model(inputs), labels, PAD_INDEX)  # logits (batch, steps, vocab)
 
@@ -83,7 +83,7 @@ def cross_entropy_per_token(
 ) -> float:
     """Summed cross-entropy over every label that is not padding, divided by their number:
     nats per token, directly comparable with the ``per_token`` of
-    :func:`companion.tasks.language.language_entropy`."""
+    :func:`companion.data.tasks.language.language_entropy`."""
     device = next(model.parameters()).device
     total, count = torch.zeros((), device=device), 0
     with eval_mode(model):

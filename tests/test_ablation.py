@@ -15,7 +15,7 @@ from companion.ablation import (
     num_parameters,
     variant_configs,
 )
-from companion.tasks.language import language_model_vocab
+from companion.data.tasks.language import language_model_vocab
 
 CONFIGS = variant_configs(len(language_model_vocab()))
 BASELINE = CONFIGS["GPT-2 block"]

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from companion import kernel_regression_data, plot, reproducible, show_heatmaps
-from companion.data import kernel_regression_target
+from companion.data.regression import kernel_regression_target
 from companion.plot import plot_kernel_regression
 
 

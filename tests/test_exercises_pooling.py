@@ -7,7 +7,7 @@ import re
 
 import torch
 
-from companion.data import kernel_regression_data
+from companion.data.regression import kernel_regression_data
 from companion.exercises import check_gaussian_weights, check_laplace_pooling
 
 

@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from companion.tasks.language import (
+from companion.data.tasks.language import (
     ADJECTIVES,
     LEXICON,
     NEGATION,

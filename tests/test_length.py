@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from companion.ablation import train_decoder
+from companion.data.tasks.language import PAD_INDEX, invented_sentences, language_model_vocab
 from companion.extrapolation import (
     FACTORS,
     RESULTS,
@@ -24,7 +25,6 @@ from companion.extrapolation import (
 )
 from companion.models.decoder import DecoderLM
 from companion.plot_decoder import plot_length
-from companion.tasks.language import PAD_INDEX, invented_sentences, language_model_vocab
 
 VOCAB = language_model_vocab()
 TINY = dict(num_hiddens=16, num_heads=2, num_blks=1, ffn_num_hiddens=32)

@@ -9,10 +9,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from companion.layers.kv_cache import KVCache
-from companion.models.decoder import GPT
-from companion.models.vit import ViTBlock
-from companion.tasks.language import (
+from companion.data.tasks.language import (
     PAD_INDEX,
     invented_sentences,
     invented_words,
@@ -20,6 +17,9 @@ from companion.tasks.language import (
     lm_arrays,
     to_sentences,
 )
+from companion.layers.kv_cache import KVCache
+from companion.models.decoder import GPT
+from companion.models.vit import ViTBlock
 from companion.train import cross_entropy_per_token, next_token_loss
 
 VOCAB, HIDDENS, MAX_LEN = 29, 16, 12

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 import companion as C
+from companion.data.tasks.digits import ImageSet
 from companion.generation.sampling import sample_next
 from companion.layers.blocks import DecoderCache
 from companion.layers.kv_cache import KVCache
@@ -18,7 +19,6 @@ from companion.models.bert import BERTClassifier, mask_tokens
 from companion.models.decoder import DecoderLM, llama_config
 from companion.pretrain import accuracy
 from companion.recipes.vit import classification_accuracy
-from companion.tasks.digits import ImageSet
 from companion.train import cross_entropy_per_token, fit
 
 VOCAB = 11

@@ -1,4 +1,4 @@
-"""The pretraining chapter's data (companion.tasks.pretraining), training functions
+"""The pretraining chapter's data (companion.data.tasks.pretraining), training functions
 (companion.pretrain), its timed recipe (companion.recipes.bert), published numbers and figures."""
 
 from __future__ import annotations
@@ -10,6 +10,18 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
+from companion.data.tasks.language import ARTICLES, LEXICON, is_sentence, parse_sentence
+from companion.data.tasks.pretraining import (
+    BERTArrays,
+    agreement_features,
+    agreement_task,
+    bag_of_words,
+    bert_arrays,
+    bert_vocab,
+    pretraining_corpus,
+    swap_articles,
+    word_class,
+)
 from companion.models.bert import BERTModel
 from companion.plot_pretraining import (
     plot_learning_curves,
@@ -25,18 +37,6 @@ from companion.pretrain import (
     pretrain,
 )
 from companion.published import CHINCHILLA_OPTIMAL, KAPLAN_D, KAPLAN_N, kaplan_loss
-from companion.tasks.language import ARTICLES, LEXICON, is_sentence, parse_sentence
-from companion.tasks.pretraining import (
-    BERTArrays,
-    agreement_features,
-    agreement_task,
-    bag_of_words,
-    bert_arrays,
-    bert_vocab,
-    pretraining_corpus,
-    swap_articles,
-    word_class,
-)
 
 VOCAB = bert_vocab()
 

@@ -8,8 +8,8 @@ import math
 import torch
 
 import companion.scaling as scaling
+from companion.data.tasks.language import language_model_vocab
 from companion.models.decoder import DecoderLM
-from companion.tasks.language import language_model_vocab
 
 
 def test_the_committed_results_hold_the_current_setting():

@@ -8,12 +8,12 @@ import re
 
 import pytest
 
-from companion.tasks.dates import (
+from companion.data.tasks.dates import (
     NUM_DATE_STYLES,
     date_task,
     format_date,
 )
-from companion.tasks.language import (
+from companion.data.tasks.language import (
     ADJECTIVES,
     ARTICLES,
     LEXICON,
@@ -31,14 +31,14 @@ from companion.tasks.language import (
     translate,
     translation_task,
 )
-from companion.tasks.splits import (
+from companion.data.tasks.splits import (
     Splits,
 )
-from companion.tasks.symbols import (
+from companion.data.tasks.symbols import (
     copy_task,
     reverse_task,
 )
-from companion.text import Vocab, build_arrays
+from companion.data.text import Vocab, build_arrays
 from tests.test_language import example_clause
 
 TASKS = {
@@ -229,7 +229,7 @@ def test_english_side_agrees():
 
 
 def test_docstring_example_is_what_the_generator_writes():
-    import companion.tasks.language as tasks
+    import companion.data.tasks.language as tasks
 
     clause = example_clause()
     assert f"    {' '.join(english(clause))}\n    {' '.join(translate(clause))}\n" in tasks.__doc__

@@ -10,7 +10,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from companion.text import (
+from companion.data.text import (
     SPECIAL_TOKENS,
     ParallelCorpus,
     TranslationArrays,

@@ -12,10 +12,10 @@ import pytest
 import torch
 
 from companion import recipes
+from companion.data.tasks import reverse_task
+from companion.data.text import Vocab, batches, build_arrays
 from companion.models.seq2seq import EncoderDecoder, Seq2SeqAttentionDecoder, Seq2SeqEncoder
 from companion.recipes import RECIPES, build_model, evaluate, run_recipe
-from companion.tasks import reverse_task
-from companion.text import Vocab, batches, build_arrays
 from companion.train import fit, sequence_loss, train_seq2seq, weight_decay_groups
 
 

@@ -11,11 +11,11 @@ import pytest
 import torch
 from torch import nn
 
+from companion.data.tasks.digits import ImageSet, digit_splits, stratified_subset
 from companion.layers.attention import record_attention
 from companion.models.cnn import SmallCNN
 from companion.models.vit import PatchEmbedding, ViT, ViTBlock, ViTMLP, mean_attention_distance
 from companion.recipes.vit import DigitsRecipe, classification_accuracy
-from companion.tasks.digits import ImageSet, digit_splits, stratified_subset
 
 
 def make_vit(seed: int = 0, **options) -> ViT:
@@ -273,7 +273,7 @@ def test_accuracy_counts_correct_answers():
 
 def test_companion_imports_sklearn_lazily():
     code = (
-        "import sys, companion, companion.tasks.digits\n"
+        "import sys, companion, companion.data.tasks.digits\n"
         "import companion.models.vit, companion.models.cnn\n"
         "assert 'sklearn' not in sys.modules, 'sklearn imported at import time'\n"
     )
@@ -284,8 +284,8 @@ def test_time_to_quality_stops_on_validation_and_scores_on_test_once(monkeypatch
     """Three short epochs (the real recipe is a benchmark): training stops on the validation
     split, at the target two epochs in a row; the test split is evaluated once, after
     training, and gives the score."""
+    from companion.data.tasks.digits import load_digit_splits
     from companion.recipes import TimeToQuality, vit
-    from companion.tasks.digits import load_digit_splits
 
     recipe = DigitsRecipe(num_epochs=3, num_blks=1, target=0.3, epochs_at_target=2)
     monkeypatch.setattr(vit, "DigitsRecipe", lambda: recipe)

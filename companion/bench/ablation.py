@@ -33,9 +33,9 @@ from companion.bench.common import (
     seeded_parser,
     write_results,
 )
+from companion.data.tasks.language import language_model_vocab
 from companion.device import get_device
 from companion.measure import use_threads
-from companion.tasks.language import language_model_vocab
 
 
 def _table(results: dict) -> list[str]:

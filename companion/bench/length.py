@@ -12,6 +12,7 @@ from typing import Any
 
 from companion.ablation import BASE, LR
 from companion.bench import common
+from companion.data.tasks.language import language_model_vocab
 from companion.device import get_device
 from companion.extrapolation import (
     BATCH_SIZE,
@@ -26,7 +27,6 @@ from companion.extrapolation import (
     scheme_configs,
 )
 from companion.measure import use_threads
-from companion.tasks.language import language_model_vocab
 
 
 def summary(gaps: list[float]) -> dict[str, Any]:

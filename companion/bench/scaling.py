@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from companion.bench import common
+from companion.data.tasks.language import language_model_vocab
 from companion.device import get_device
 from companion.measure import use_threads
 from companion.scaling import (
@@ -22,7 +23,6 @@ from companion.scaling import (
     non_embedding_parameters,
     width_config,
 )
-from companion.tasks.language import language_model_vocab
 
 
 def main(argv: Sequence[str]) -> int:

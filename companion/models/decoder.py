@@ -35,7 +35,7 @@ default, reads the keys and values of earlier positions from a
 ``use_cache=False`` re-runs the whole prefix at every step, for comparison. Both give the same
 tokens.
 
-GPT's data are :func:`companion.tasks.language.lm_arrays`, its loss
+GPT's data are :func:`companion.data.tasks.language.lm_arrays`, its loss
 :func:`companion.train.next_token_loss` and its time-to-quality recipe
 :mod:`companion.recipes.gpt`.
 """

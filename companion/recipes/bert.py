@@ -11,15 +11,15 @@ import time
 import torch
 from torch import nn
 
-from companion.device import get_device
-from companion.pretrain import MAX_LEN, accuracy, bert_model, fine_tune, pretrain
-from companion.recipes import TimeToQuality
-from companion.tasks.pretraining import (
+from companion.data.tasks.pretraining import (
     agreement_task,
     bert_arrays,
     bert_vocab,
     pretraining_corpus,
 )
+from companion.device import get_device
+from companion.pretrain import MAX_LEN, accuracy, bert_model, fine_tune, pretrain
+from companion.recipes import TimeToQuality
 
 
 def time_to_quality(seed: int = 0, device: torch.device | None = None) -> TimeToQuality:

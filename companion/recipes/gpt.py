@@ -15,17 +15,17 @@ from typing import Any
 import torch
 from torch import nn
 
-from companion.device import get_device
-from companion.models.decoder import GPT
-from companion.recipes import TimeToQuality
-from companion.tasks.language import (
+from companion.data.tasks.language import (
     NUM_STEPS,
     invented_sentences,
     language_model_vocab,
     lm_arrays,
     sentence_log_prob,
 )
-from companion.text import batches
+from companion.data.text import batches
+from companion.device import get_device
+from companion.models.decoder import GPT
+from companion.recipes import TimeToQuality
 from companion.train import cross_entropy_per_token, fit, next_token_loss
 
 RECIPE_SENTENCES = 20_000

@@ -15,11 +15,11 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from companion.data.tasks.digits import ImageSet, load_digit_splits
+from companion.data.text import batches
 from companion.device import get_device
 from companion.modes import eval_mode
 from companion.recipes import TimeToQuality
-from companion.tasks.digits import ImageSet, load_digit_splits
-from companion.text import batches
 from companion.train import fit
 
 

@@ -1,7 +1,7 @@
 """Data for pretraining and fine-tuning a BERT on the invented language (sec-pretraining).
 
 **Unlabelled text** is the invented side of the translation task, drawn by
-:func:`companion.tasks.language.invented_sentences`: sentences ``subject [noun-phrase
+:func:`companion.data.tasks.language.invented_sentences`: sentences ``subject [noun-phrase
 postposition] object verb [ne]`` whose articles agree with their noun's gender and number.
 
 **The labelled task: agreement.** :func:`agreement_task` asks of each sentence whether it is
@@ -29,8 +29,7 @@ from typing import NamedTuple
 
 import torch
 
-from companion.models.bert import CLS, MASK, SEP
-from companion.tasks.language import (
+from companion.data.tasks.language import (
     ARTICLES,
     LEXICON,
     NEGATION,
@@ -40,7 +39,8 @@ from companion.tasks.language import (
     sample_clause,
     translate,
 )
-from companion.text import Vocab
+from companion.data.text import Vocab
+from companion.models.bert import CLS, MASK, SEP
 
 _FEATURES = {article: key for key, article in ARTICLES.items()}  # (definite, gender, plural)
 

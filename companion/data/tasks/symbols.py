@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from companion.tasks.splits import Pair, Splits, make_splits
+from companion.data.tasks.splits import Pair, Splits, make_splits
 
 
 def _symbol_task(

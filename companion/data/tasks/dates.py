@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime
 import random
 
-from companion.tasks.splits import Pair, Splits, make_splits
+from companion.data.tasks.splits import Pair, Splits, make_splits
 
 # Six months a line, as on a calendar (kept so by fmt: skip).
 MONTHS = (

@@ -50,8 +50,8 @@ from typing import NamedTuple
 
 import torch
 
-from companion.tasks.splits import Pair, Splits, make_splits
-from companion.text import Vocab
+from companion.data.tasks.splits import Pair, Splits, make_splits
+from companion.data.text import Vocab
 
 NOUNS = """
 cat dog bird horse cow pig goat duck frog snake lion tiger bear fox rabbit rat owl eagle hawk

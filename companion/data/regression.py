@@ -1,4 +1,5 @@
-"""Data sets generated in code: deterministic given a seed, nothing is downloaded."""
+"""The regression data of sec-attention-pooling, generated in code: deterministic given a seed,
+nothing is downloaded."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ import random
 from collections.abc import Callable
 from typing import NamedTuple
 
-from companion.text import ParallelCorpus
+from companion.data.text import ParallelCorpus
 
 
 class Splits(NamedTuple):
