@@ -3,8 +3,8 @@
 Names and signatures follow the PyTorch edition of Dive into Deep Learning (d2l), so code moves
 between the two. The layers, models and tools the chapters use are importable from here; a
 chapter's own helpers come from their module (``companion.data.tasks.language``,
-``companion.train``, ``companion.source``, ...). A few d2l names that no chapter uses are kept so
-that d2l code runs unchanged; ``__all__`` lists them last, under "d2l compatibility".
+``companion.training.train``, ``companion.source``, ...). A few d2l names that no chapter uses are
+kept so that d2l code runs unchanged; ``__all__`` lists them last, under "d2l compatibility".
 """
 
 from companion.claims import claim
@@ -38,11 +38,11 @@ from companion.layers.blocks import (
 from companion.layers.efficient import LinearAttention
 from companion.layers.feedforward import PositionWiseFFN, SwiGLU
 from companion.layers.gqa import GroupedQueryAttention, RollingKVCache
+from companion.layers.losses import sequence_loss
 from companion.layers.norms import RMSNorm
 from companion.layers.pooling import NWKernelRegression, leave_one_out, nadaraya_watson
 from companion.layers.positional import PositionalEncoding
 from companion.layers.rotary import RotaryEmbedding
-from companion.metrics import bleu, corpus_bleu, exact_match
 from companion.models.bert import (
     BERTEncoder,
     BERTModel,
@@ -70,7 +70,8 @@ from companion.plot import (
 )
 from companion.repro import reproducible
 from companion.tokenizer import Tokenizer
-from companion.train import sequence_loss, train_seq2seq
+from companion.training.metrics import bleu, corpus_bleu, exact_match
+from companion.training.train import train_seq2seq
 
 __version__ = "0.1.0"
 

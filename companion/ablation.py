@@ -28,15 +28,17 @@ import torch
 
 from companion.data.tasks.language import (
     NUM_STEPS,
+    cross_entropy_per_token,
     invented_sentences,
     language_model_vocab,
     lm_arrays,
+    next_token_loss,
     sentence_log_prob,
 )
 from companion.data.text import batches
 from companion.device import get_device
 from companion.models.decoder import DecoderConfig, DecoderLM, gpt2_config
-from companion.train import cross_entropy_per_token, fit, next_token_loss
+from companion.training.train import fit
 
 RESULTS = Path(__file__).resolve().parent / "results" / "ablation.json"
 BASE = dict(num_hiddens=64, num_heads=4, num_blks=2, ffn_num_hiddens=128, max_len=NUM_STEPS)

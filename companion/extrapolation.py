@@ -40,13 +40,13 @@ import torch
 
 from companion.ablation import BASE, TEST_SENTENCES, train_decoder
 from companion.data.tasks.language import (
+    cross_entropy_per_token,
     invented_sentences,
     language_model_vocab,
     sentence_log_prob,
 )
 from companion.data.text import Vocab
 from companion.models.decoder import DecoderConfig, DecoderLM, gpt2_config
-from companion.train import cross_entropy_per_token
 
 RESULTS = Path(__file__).resolve().parent / "results" / "length.json"
 SCHEMES = {  # name -> DecoderConfig.positions

@@ -167,7 +167,7 @@ def plot_history(
     *,
     path: str | Path | None = None,
 ) -> None:
-    """Training curves from :func:`companion.train.train_seq2seq`'s history (sec-bahdanau,
+    """Training curves from :func:`companion.training.train.train_seq2seq`'s history (sec-bahdanau,
     sec-transformer).
 
     Left: the training loss per epoch. Right: every held-out metric at the epochs where it

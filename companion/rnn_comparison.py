@@ -23,10 +23,10 @@ from torch import nn
 from companion.data.tasks import Splits, translation_task
 from companion.data.text import ParallelCorpus, Vocab, batches, build_arrays
 from companion.generation.decoding import decode
-from companion.metrics import corpus_bleu, exact_match, standard_corpus_bleu
 from companion.models.seq2seq import EncoderDecoder, Seq2SeqAttentionDecoder, Seq2SeqEncoder
 from companion.models.transformer import TransformerDecoder, TransformerEncoder
-from companion.train import train_seq2seq
+from companion.training.metrics import corpus_bleu, exact_match, standard_corpus_bleu
+from companion.training.train import train_seq2seq
 
 RESULTS = Path(__file__).parent / "results" / "rnn_comparison.json"
 SETTINGS: dict[str, Any] = {  # the chapter's, for both models

@@ -13,6 +13,7 @@ from torch import nn
 from companion import _validate
 from companion.generation.decoding import EOS_CHECK_EVERY, beam_search, decode_steps, greedy_decode
 from companion.layers.kv_cache import KVCache
+from companion.layers.losses import sequence_loss
 from companion.models.decoder import GPT
 from companion.models.seq2seq import (
     EncoderDecoder,
@@ -26,7 +27,7 @@ from companion.models.transformer import (
     TransformerDecoder,
     TransformerEncoder,
 )
-from companion.train import sequence_loss, weight_decay_groups
+from companion.training.train import weight_decay_groups
 
 VOCAB, BOS, EOS = 11, 0, 1
 

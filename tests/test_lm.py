@@ -11,16 +11,17 @@ from hypothesis import strategies as st
 
 from companion.data.tasks.language import (
     PAD_INDEX,
+    cross_entropy_per_token,
     invented_sentences,
     invented_words,
     language_model_vocab,
     lm_arrays,
+    next_token_loss,
     to_sentences,
 )
 from companion.layers.kv_cache import KVCache
 from companion.models.decoder import GPT
 from companion.models.vit import ViTBlock
-from companion.train import cross_entropy_per_token, next_token_loss
 
 VOCAB, HIDDENS, MAX_LEN = 29, 16, 12
 TIGHT = {"atol": 1e-5, "rtol": 1e-5}

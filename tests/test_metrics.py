@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sacrebleu.metrics import BLEU
 
-from companion.metrics import bleu, corpus_bleu, exact_match, standard_corpus_bleu
+from companion.training.metrics import bleu, corpus_bleu, exact_match, standard_corpus_bleu
 
 PAIRS = [  # (prediction, label)
     ("the cat sat on the mat", "the cat sat on a mat"),

@@ -6,20 +6,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import misuse_text
 import pytest
 import torch
 from torch import nn
 
 import companion as C
 from companion.data.tasks.digits import ImageSet
+from companion.data.tasks.language import cross_entropy_per_token
 from companion.generation.sampling import sample_next
 from companion.layers.blocks import DecoderCache
 from companion.layers.kv_cache import KVCache
 from companion.models.bert import BERTClassifier, mask_tokens
 from companion.models.decoder import DecoderLM, llama_config
-from companion.pretrain import accuracy
 from companion.recipes.vit import classification_accuracy
-from companion.train import cross_entropy_per_token, fit
+from companion.training.pretrain import accuracy
+from companion.training.train import fit
 
 VOCAB = 11
 
@@ -369,7 +371,7 @@ MISUSES = [
         ValueError,
         r"num_epochs must be a positive integer; got 1.5",
     ),
-]
+] + misuse_text.MISUSES
 
 
 @pytest.mark.parametrize(

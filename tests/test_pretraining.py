@@ -1,5 +1,6 @@
 """The pretraining chapter's data (companion.data.tasks.pretraining), training functions
-(companion.pretrain), its timed recipe (companion.recipes.bert), published numbers and figures."""
+(companion.training.pretrain), its timed recipe (companion.recipes.bert), published numbers and
+figures."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ from companion.plot_pretraining import (
     plot_scaling_laws,
     plot_t5_objectives,
 )
-from companion.pretrain import (
+from companion.published import CHINCHILLA_OPTIMAL, KAPLAN_D, KAPLAN_N, kaplan_loss
+from companion.training.pretrain import (
     MAX_LEN,
     accuracy,
     bert_model,
@@ -36,7 +38,6 @@ from companion.pretrain import (
     mlm_batches,
     pretrain,
 )
-from companion.published import CHINCHILLA_OPTIMAL, KAPLAN_D, KAPLAN_N, kaplan_loss
 
 VOCAB = bert_vocab()
 

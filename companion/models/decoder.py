@@ -36,7 +36,7 @@ default, reads the keys and values of earlier positions from a
 tokens.
 
 GPT's data are :func:`companion.data.tasks.language.lm_arrays`, its loss
-:func:`companion.train.next_token_loss` and its time-to-quality recipe
+:func:`companion.data.tasks.language.next_token_loss` and its time-to-quality recipe
 :mod:`companion.recipes.gpt`.
 """
 

@@ -29,7 +29,7 @@ from companion._validate import check_dropout, check_positive, check_token_ids
 from companion.generation.decoding import Decoded, Decoder, State, decode, decode_steps
 from companion.layers.attention import AdditiveAttention
 from companion.layers.kv_cache import KVCache
-from companion.train import sequence_loss
+from companion.layers.losses import sequence_loss
 
 
 def init_seq2seq(module: nn.Module) -> None:

@@ -107,7 +107,7 @@ class ViT(nn.Module):
 
     ``X`` is ``(batch, c, h, w)``; the output is ``(batch, num_classes)``. ``lr`` is kept for
     d2l's signature (its ``Classifier`` trains with it) and stored; companion's
-    :func:`~companion.train.fit` takes its own. ``in_channels`` fixes ``c``, as in
+    :func:`~companion.training.train.fit` takes its own. ``in_channels`` fixes ``c``, as in
     :class:`PatchEmbedding`. ``attention_weights`` lists each block's ``(batch, heads, m+1,
     m+1)`` weights after a pass inside ``record_attention``; row 0 is the ``<cls>`` query.
 

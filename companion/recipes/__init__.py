@@ -11,7 +11,7 @@ recipe                 model                                        target (held
 ``transformer-mt``     Transformer, 2 + 2 blocks, reordering task    BLEU 0.90
 =====================  ===========================================  =========================
 
-:func:`run_recipe` generates the data, trains with :func:`companion.train.train_seq2seq`,
+:func:`run_recipe` generates the data, trains with :func:`companion.training.train.train_seq2seq`,
 stops once the validation score reaches the target, and reports the test score, measured on
 sources never seen in training. ``python -m companion.bench train`` times all three.
 
@@ -34,10 +34,10 @@ from torch import nn
 from companion.data.tasks import Splits, date_task, translation_task
 from companion.data.text import ParallelCorpus, Vocab, batches, build_arrays
 from companion.generation.decoding import decode
-from companion.metrics import corpus_bleu, exact_match
 from companion.models.seq2seq import EncoderDecoder, Seq2SeqAttentionDecoder, Seq2SeqEncoder
 from companion.models.transformer import TransformerDecoder, TransformerEncoder
-from companion.train import train_seq2seq
+from companion.training.metrics import corpus_bleu, exact_match
+from companion.training.train import train_seq2seq
 
 
 @dataclass(frozen=True)
@@ -168,9 +168,9 @@ def run_recipe(
     seed: int = 0,
     device: torch.device | None = None,
     stop_at_target: bool = True,
-    plot: bool = False,
 ) -> RecipeResult:
-    """Train recipe ``name`` from scratch and score it on the test split."""
+    """Train recipe ``name`` from scratch and score it on the test split. The result holds the
+    training history, for ``plot_history(result.history)``."""
     if name not in RECIPES:
         raise ValueError(f"unknown recipe {name!r}; expected one of {', '.join(RECIPES)}")
     recipe = RECIPES[name]
@@ -196,7 +196,6 @@ def run_recipe(
         evaluate=lambda m: evaluate(m, validation, src_vocab, tgt_vocab, recipe),
         stop_when=(lambda s: s[recipe.metric] >= recipe.target) if stop_at_target else None,
         device=device,
-        plot=plot,
     )
     seconds = time.perf_counter() - start
     reached = history[recipe.metric][-1] >= recipe.target

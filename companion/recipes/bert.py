@@ -1,6 +1,6 @@
 """The BERT's time-to-quality recipe (sec-pretraining): pretrain the chapter's BERT by masked
 language modelling, then fine-tune it on the agreement task until a stated validation accuracy,
-with :func:`companion.pretrain.pretrain` and :func:`companion.pretrain.fine_tune`.
+with :func:`companion.training.pretrain.pretrain` and :func:`companion.training.pretrain.fine_tune`.
 ``python -m companion.bench train`` runs it.
 """
 
@@ -18,8 +18,8 @@ from companion.data.tasks.pretraining import (
     pretraining_corpus,
 )
 from companion.device import get_device
-from companion.pretrain import MAX_LEN, accuracy, bert_model, fine_tune, pretrain
 from companion.recipes import TimeToQuality
+from companion.training.pretrain import MAX_LEN, accuracy, bert_model, fine_tune, pretrain
 
 
 def time_to_quality(seed: int = 0, device: torch.device | None = None) -> TimeToQuality:

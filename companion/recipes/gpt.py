@@ -17,16 +17,18 @@ from torch import nn
 
 from companion.data.tasks.language import (
     NUM_STEPS,
+    cross_entropy_per_token,
     invented_sentences,
     language_model_vocab,
     lm_arrays,
+    next_token_loss,
     sentence_log_prob,
 )
 from companion.data.text import batches
 from companion.device import get_device
 from companion.models.decoder import GPT
 from companion.recipes import TimeToQuality
-from companion.train import cross_entropy_per_token, fit, next_token_loss
+from companion.training.train import fit
 
 RECIPE_SENTENCES = 20_000
 RECIPE_BATCH_SIZE = 128

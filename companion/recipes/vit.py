@@ -20,7 +20,7 @@ from companion.data.text import batches
 from companion.device import get_device
 from companion.modes import eval_mode
 from companion.recipes import TimeToQuality
-from companion.train import fit
+from companion.training.train import fit
 
 
 @torch.no_grad()
@@ -87,8 +87,8 @@ def train_classifier(
     evaluate: Callable[[nn.Module], dict[str, float]] | None = None,
     **options: Any,
 ) -> dict[str, list[Any]]:
-    """Train an image classifier with :func:`companion.train.fit` and the cross-entropy loss,
-    on batches shuffled by a generator seeded with ``seed``. ``options`` are ``fit``'s."""
+    """Train an image classifier with :func:`companion.training.train.fit` and the cross-entropy
+    loss, on batches shuffled by a generator seeded with ``seed``. ``options`` are ``fit``'s."""
     generator = torch.Generator().manual_seed(seed)
     return fit(
         model,

@@ -35,7 +35,9 @@ The invented side on its own is the language-model chapter's corpus (sec-languag
 generator is code, :func:`sentence_log_prob` and :func:`language_entropy` give each sentence's
 exact probability and the entropy per token, the floor of any model's cross-entropy.
 The module ends with the arrays a language model trains on: :func:`language_model_vocab`,
-:func:`lm_arrays` and, for generated tokens, :func:`to_sentences`.
+:func:`lm_arrays` and, for generated tokens, :func:`to_sentences`; and with the loss the training
+loop minimises on them, :func:`next_token_loss`, and its held-out value in nats per token,
+:func:`cross_entropy_per_token`. The loop knows no task: the task brings its padding index.
 """
 
 from __future__ import annotations
@@ -49,9 +51,13 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import torch
+import torch.nn.functional as F
+from torch import nn
 
 from companion.data.tasks.splits import Pair, Splits, make_splits
-from companion.data.text import Vocab
+from companion.data.text import Vocab, batches
+from companion.layers.losses import sequence_loss
+from companion.modes import eval_mode
 
 NOUNS = """
 cat dog bird horse cow pig goat duck frog snake lion tiger bear fox rabbit rat owl eagle hawk
@@ -584,3 +590,35 @@ def to_sentences(tokens: torch.Tensor, vocab: Vocab) -> list[list[str]]:
         row = row[1:] if row and row[0] == vocab.bos else row
         sentences.append(vocab.to_tokens(row[: row.index(vocab.eos)] if vocab.eos in row else row))
     return sentences
+
+
+# ---------------------------------------------------------------------------------------------
+# The language model's loss (sec-language-models): the task's own, with its own padding index.
+
+
+def next_token_loss(model: nn.Module, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """Mean cross-entropy of each label given the inputs before it, padding excluded: the loss
+    :func:`companion.training.train.fit` minimises for a language model (sec-language-models).
+    ``batch`` is ``(inputs, labels)``, as :func:`lm_arrays` makes them."""
+    inputs, labels = batch
+    return sequence_loss(model(inputs), labels, PAD_INDEX)  # logits (batch, steps, vocab)
+
+
+@torch.no_grad()
+def cross_entropy_per_token(
+    model: nn.Module, arrays: tuple[torch.Tensor, torch.Tensor], batch_size: int = 1000
+) -> float:
+    """Summed cross-entropy over every label that is not padding, divided by their number:
+    nats per token, directly comparable with the ``per_token`` of
+    :func:`language_entropy`."""
+    device = next(model.parameters()).device
+    total, count = torch.zeros((), device=device), 0
+    with eval_mode(model):
+        for inputs, labels in batches(arrays, batch_size, shuffle=False):
+            logits = model(inputs.to(device))  # (batch, steps, vocab)
+            labels = labels.to(device)
+            total += F.cross_entropy(
+                logits.transpose(1, 2), labels, ignore_index=PAD_INDEX, reduction="sum"
+            )
+            count += int((labels != PAD_INDEX).sum())
+    return total.item() / count

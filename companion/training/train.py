@@ -3,11 +3,16 @@ sec-transformer).
 
 :func:`fit` minimises any ``loss_fn(model, batch)`` with AdamW (weight decay by the rule below),
 a clipped gradient norm and a one-cycle learning-rate schedule: a warm-up to ``lr`` and a decay,
-both along a cosine. It returns the loss and metric history as plain data and can plot
-it. :func:`train_seq2seq` is :func:`fit` with teacher forcing: the decoder reads the gold target
-shifted right, and the loss is cross-entropy on the non-padding positions (optionally
-label-smoothed). A next-token model's loss is :func:`next_token_loss`, and
-:func:`cross_entropy_per_token` evaluates it on held-out data (sec-language-models).
+both along a cosine. It returns the loss and metric history as plain data, which the caller
+plots (``plot_history(history)``). :func:`train_seq2seq` is :func:`fit` with teacher forcing:
+the decoder reads the gold target shifted right, and the loss is
+:func:`~companion.layers.losses.sequence_loss`, cross-entropy on the non-padding positions
+(optionally label-smoothed), whose padding index the caller passes.
+
+**The loop knows no task**: a task brings its batches and its loss. The invented language's
+next-token loss and its held-out cross-entropy are that task's own
+(:func:`companion.data.tasks.language.next_token_loss` and
+:func:`~companion.data.tasks.language.cross_entropy_per_token`, sec-language-models).
 
 **Weight decay, one rule for every model:** decay every parameter of two or more dimensions,
 except the tables of ``nn.Embedding`` and the gains of normalization layers; biases and other
@@ -33,68 +38,17 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torch.nn.parameter import UninitializedParameter
 
 from companion._validate import check_positive
-from companion.data.tasks.language import PAD_INDEX
-from companion.data.text import batches
 from companion.device import get_device
-from companion.modes import eval_mode
+from companion.layers.losses import sequence_loss
 
 PROGRESS_VARIABLE = "COMPANION_PROGRESS"
 
 Batch = tuple[torch.Tensor, ...]  # e.g. (src, tgt_input, src_valid_len, label)
 LossFn = Callable[[nn.Module, Batch], torch.Tensor]  # (model, batch on the device) -> loss
-
-
-def sequence_loss(
-    logits: torch.Tensor, labels: torch.Tensor, pad_index: int, label_smoothing: float = 0.0
-) -> torch.Tensor:
-    """Mean cross-entropy over the positions whose label is not padding.
-
-    ``logits`` is ``(batch, steps, vocab)`` and ``labels`` is ``(batch, steps)``.
-    """
-    if logits.shape[:2] != labels.shape:
-        raise ValueError(
-            f"logits (batch, steps, vocab) and labels (batch, steps) disagree: got "
-            f"{tuple(logits.shape)} and {tuple(labels.shape)}"
-        )
-    return F.cross_entropy(
-        logits.reshape(-1, logits.shape[-1]),  # (batch * steps, vocab)
-        labels.reshape(-1),  # (batch * steps,)
-        ignore_index=pad_index,
-        label_smoothing=label_smoothing,
-    )
-
-
-def next_token_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
-    """Mean cross-entropy of each label given the inputs before it, padding excluded: the loss
-    :func:`fit` minimises for a language model (sec-language-models). ``batch`` is ``(inputs,
-    labels)``, as :func:`companion.data.tasks.language.lm_arrays` makes them."""
-    inputs, labels = batch
-    return sequence_loss(model(inputs), labels, PAD_INDEX)  # logits (batch, steps, vocab)
-
-
-@torch.no_grad()
-def cross_entropy_per_token(
-    model: nn.Module, arrays: tuple[torch.Tensor, torch.Tensor], batch_size: int = 1000
-) -> float:
-    """Summed cross-entropy over every label that is not padding, divided by their number:
-    nats per token, directly comparable with the ``per_token`` of
-    :func:`companion.data.tasks.language.language_entropy`."""
-    device = next(model.parameters()).device
-    total, count = torch.zeros((), device=device), 0
-    with eval_mode(model):
-        for inputs, labels in batches(arrays, batch_size, shuffle=False):
-            logits = model(inputs.to(device))  # (batch, steps, vocab)
-            labels = labels.to(device)
-            total += F.cross_entropy(
-                logits.transpose(1, 2), labels, ignore_index=PAD_INDEX, reduction="sum"
-            )
-            count += int((labels != PAD_INDEX).sum())
-    return total.item() / count
 
 
 class _Progress:
@@ -160,7 +114,6 @@ def fit(
     eval_every: int = 1,
     stop_when: Callable[[dict[str, float]], bool] | None = None,
     device: torch.device | None = None,
-    plot: bool = False,
 ) -> dict[str, list[Any]]:
     """Train ``model`` by minimising ``loss_fn(model, batch)``, the one training loop of the book.
 
@@ -236,10 +189,6 @@ def fit(
         if stop_when is not None and metrics and stop_when(metrics):
             break
     model.eval()
-    if plot:
-        from companion.plot import plot_history
-
-        plot_history(history)
     return history
 
 

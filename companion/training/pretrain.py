@@ -1,6 +1,6 @@
 """Pretraining a BERT by masked language modelling, then fine-tuning it (sec-pretraining).
 
-Both use the book's one training loop, :func:`companion.train.fit`.
+Both use the book's one training loop, :func:`companion.training.train.fit`.
 
 - :func:`pretrain`: each epoch shuffles the sentences, groups sentences of similar length into
   batches (so that little of each batch is padding) and masks every batch afresh with
@@ -33,7 +33,7 @@ from companion.data.tasks.pretraining import (
 from companion.data.text import Vocab, batches
 from companion.models.bert import CLS, MASK, SEP, BERTClassifier, BERTModel, mask_tokens, mlm_loss
 from companion.modes import eval_mode
-from companion.train import Batch, fit
+from companion.training.train import Batch, fit
 
 MAX_LEN = 14  # the longest input: a sentence of 12 words, <cls> and <sep>
 
@@ -116,7 +116,7 @@ def pretrain(
     **options: Any,
 ) -> dict[str, list[Any]]:
     """Train ``model`` by masked language modelling on ``arrays``; returns :func:`fit`'s
-    history. ``options`` go to :func:`fit` (``evaluate``, ``plot`` ...)."""
+    history. ``options`` go to :func:`fit` (``evaluate``, ``stop_when`` ...)."""
     generator = torch.Generator().manual_seed(seed)
 
     def epoch() -> Iterator[Batch]:
