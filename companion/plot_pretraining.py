@@ -1,5 +1,5 @@
 """Figures of the pretraining chapter (sec-pretraining): the learning curve of fine-tuning,
-and two figures drawn from published numbers (:mod:`companion.published`).
+and two figures drawn from published numbers (:mod:`companion.experiments.published`).
 
 Like :mod:`companion.plot`, each function draws with matplotlib, returns ``None`` and saves the
 figure when given ``path=``.
@@ -13,8 +13,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from companion.plot import _finish
-from companion.published import (
+from companion.experiments.published import (
     CHINCHILLA_OPTIMAL,
     KAPLAN_D,
     KAPLAN_N,
@@ -24,6 +23,7 @@ from companion.published import (
     T5_OBJECTIVES_GLUE,
     kaplan_loss,
 )
+from companion.plot import _finish
 
 COLORS = ("C0", "C3", "C2", "C1")
 

@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from companion.ablation import (
+from companion.data.tasks.language import language_model_vocab
+from companion.experiments.ablation import (
     VARIANTS,
     gap_to_floor,
     language_data,
@@ -15,7 +16,6 @@ from companion.ablation import (
     num_parameters,
     variant_configs,
 )
-from companion.data.tasks.language import language_model_vocab
 
 CONFIGS = variant_configs(len(language_model_vocab()))
 BASELINE = CONFIGS["GPT-2 block"]
@@ -53,7 +53,7 @@ def test_the_committed_results_ship_with_the_package():
     import tomllib
     from pathlib import Path
 
-    from companion.ablation import RESULTS
+    from companion.experiments.ablation import RESULTS
 
     root = Path(__file__).resolve().parents[1]
     patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"][
@@ -66,8 +66,8 @@ def test_the_committed_results_ship_with_the_package():
 def test_the_llama_recipe_is_the_gpt_recipe_with_the_all_four_model(monkeypatch):
     import torch
 
+    from companion.experiments.recipes import gpt, llama
     from companion.models.decoder import DecoderLM
-    from companion.recipes import gpt, llama
 
     monkeypatch.setattr(gpt, "RECIPE_SENTENCES", 256)
     monkeypatch.setattr(gpt, "RECIPE_EPOCHS", 1)

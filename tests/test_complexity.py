@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from companion.complexity import (
+from companion.experiments.complexity import (
     conv1d_flops,
     count_flops,
     rnn_flops,

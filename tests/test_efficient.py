@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 import companion
-from companion.complexity import IMPLEMENTATIONS, attention_layer, peak_memory
+from companion.experiments.complexity import IMPLEMENTATIONS, attention_layer, peak_memory
 from companion.layers.attention import DotProductAttention
 from companion.layers.efficient import LinearAttention, RecurrentState, feature_map
 from companion.measure import run_in_fresh_process

@@ -1,6 +1,6 @@
-"""Length extrapolation (companion.extrapolation): rows pack whole sentences, every length shares
-one floor, each position scheme scores every length, learned positions beyond the training
-length stay untrained, and the committed results hold what the chapter reads."""
+"""Length extrapolation (companion.experiments.extrapolation): rows pack whole sentences, every
+length shares one floor, each position scheme scores every length, learned positions beyond the
+training length stay untrained, and the committed results hold what the chapter reads."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import statistics
 import pytest
 import torch
 
-from companion.ablation import train_decoder
 from companion.data.tasks.language import PAD_INDEX, invented_sentences, language_model_vocab
-from companion.extrapolation import (
+from companion.experiments.ablation import train_decoder
+from companion.experiments.extrapolation import (
     FACTORS,
     RESULTS,
     SCHEMES,

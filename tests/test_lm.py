@@ -246,7 +246,7 @@ def test_to_sentences_cuts_at_the_first_eos():
 
 
 def test_time_to_quality_reports_its_recipe(monkeypatch):
-    from companion.recipes import TimeToQuality, gpt
+    from companion.experiments.recipes import TimeToQuality, gpt
 
     monkeypatch.setattr(gpt, "RECIPE_SENTENCES", 256)
     monkeypatch.setattr(gpt, "RECIPE_EPOCHS", 2)

@@ -14,12 +14,12 @@ from torch import nn
 import companion as C
 from companion.data.tasks.digits import ImageSet
 from companion.data.tasks.language import cross_entropy_per_token
+from companion.experiments.recipes.vit import classification_accuracy
 from companion.generation.sampling import sample_next
 from companion.layers.blocks import DecoderCache
 from companion.layers.kv_cache import KVCache
 from companion.models.bert import BERTClassifier, mask_tokens
 from companion.models.decoder import DecoderLM, llama_config
-from companion.recipes.vit import classification_accuracy
 from companion.training.pretrain import accuracy
 from companion.training.train import fit
 

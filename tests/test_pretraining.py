@@ -1,6 +1,6 @@
 """The pretraining chapter's data (companion.data.tasks.pretraining), training functions
-(companion.training.pretrain), its timed recipe (companion.recipes.bert), published numbers and
-figures."""
+(companion.training.pretrain), its timed recipe (companion.experiments.recipes.bert), published
+numbers and figures."""
 
 from __future__ import annotations
 
@@ -23,13 +23,13 @@ from companion.data.tasks.pretraining import (
     swap_articles,
     word_class,
 )
+from companion.experiments.published import CHINCHILLA_OPTIMAL, KAPLAN_D, KAPLAN_N, kaplan_loss
 from companion.models.bert import BERTModel
 from companion.plot_pretraining import (
     plot_learning_curves,
     plot_scaling_laws,
     plot_t5_objectives,
 )
-from companion.published import CHINCHILLA_OPTIMAL, KAPLAN_D, KAPLAN_N, kaplan_loss
 from companion.training.pretrain import (
     MAX_LEN,
     accuracy,
@@ -205,8 +205,8 @@ def test_time_to_quality_reports_what_it_reached(monkeypatch):
     keys the benchmark reads, and reached means the last validation accuracy met 0.9."""
     import torch
 
-    from companion.recipes import TimeToQuality
-    from companion.recipes import bert as recipe_module
+    from companion.experiments.recipes import TimeToQuality
+    from companion.experiments.recipes import bert as recipe_module
 
     real_fine_tune = recipe_module.fine_tune
     monkeypatch.setattr(recipe_module, "pretrain", lambda *args, **kwargs: None)

@@ -1,5 +1,5 @@
-"""The Transformer-against-GRU comparison of sec-transformer (companion.rnn_comparison): its
-committed results were made with the module's current setting, and a run trains and scores
+"""The Transformer-against-GRU comparison of sec-transformer (companion.experiments.rnn_comparison):
+its committed results were made with the module's current setting, and a run trains and scores
 both models."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-import companion.rnn_comparison as comparison
+import companion.experiments.rnn_comparison as comparison
 
 
 def test_the_committed_results_hold_every_model_and_seed_of_the_current_setting():

@@ -1,5 +1,5 @@
-"""The scaling measurement of sec-pretraining (companion.scaling): its committed results hold
-every width, budget and seed of the module's setting, and a run scores every width."""
+"""The scaling measurement of sec-pretraining (companion.experiments.scaling): its committed results
+hold every width, budget and seed of the module's setting, and a run scores every width."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 
 import torch
 
-import companion.scaling as scaling
+import companion.experiments.scaling as scaling
 from companion.data.tasks.language import language_model_vocab
 from companion.models.decoder import DecoderLM
 

@@ -14,9 +14,9 @@ import torch
 from companion import plot_history, recipes
 from companion.data.tasks import reverse_task
 from companion.data.text import Vocab, batches, build_arrays
+from companion.experiments.recipes import RECIPES, build_model, evaluate, run_recipe
 from companion.layers.losses import sequence_loss
 from companion.models.seq2seq import EncoderDecoder, Seq2SeqAttentionDecoder, Seq2SeqEncoder
-from companion.recipes import RECIPES, build_model, evaluate, run_recipe
 from companion.training.train import fit, train_seq2seq, weight_decay_groups
 
 

@@ -12,10 +12,10 @@ import torch
 from torch import nn
 
 from companion.data.tasks.digits import ImageSet, digit_splits, stratified_subset
+from companion.experiments.recipes.vit import DigitsRecipe, classification_accuracy
 from companion.layers.attention import record_attention
 from companion.models.cnn import SmallCNN
 from companion.models.vit import PatchEmbedding, ViT, ViTBlock, ViTMLP, mean_attention_distance
-from companion.recipes.vit import DigitsRecipe, classification_accuracy
 
 
 def make_vit(seed: int = 0, **options) -> ViT:
@@ -285,7 +285,7 @@ def test_time_to_quality_stops_on_validation_and_scores_on_test_once(monkeypatch
     split, at the target two epochs in a row; the test split is evaluated once, after
     training, and gives the score."""
     from companion.data.tasks.digits import load_digit_splits
-    from companion.recipes import TimeToQuality, vit
+    from companion.experiments.recipes import TimeToQuality, vit
 
     recipe = DigitsRecipe(num_epochs=3, num_blks=1, target=0.3, epochs_at_target=2)
     monkeypatch.setattr(vit, "DigitsRecipe", lambda: recipe)

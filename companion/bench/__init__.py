@@ -8,17 +8,17 @@
 - ``tokenizer``: training time of companion's byte-level BPE on about 1 MB, and its encode
   throughput against tiktoken's with the same merges (:mod:`companion.bench.tokenizer`).
 - ``ablation``: the gap to the entropy floor of the GPT-2 block, each modern change and all of
-  them, at equal parameters and steps; writes ``companion/results/ablation.json``
-  (:mod:`companion.bench.ablation`, over :mod:`companion.ablation`).
+  them, at equal parameters and steps; writes ``companion/experiments/results/ablation.json``
+  (:mod:`companion.bench.ablation`, over :mod:`companion.experiments.ablation`).
 - ``scaling``: the gap to the entropy floor of decoders of five widths, each trained with two
-  budgets of data, over seeds; writes ``companion/results/scaling.json``
-  (:mod:`companion.bench.scaling`, over :mod:`companion.scaling`).
+  budgets of data, over seeds; writes ``companion/experiments/results/scaling.json``
+  (:mod:`companion.bench.scaling`, over :mod:`companion.experiments.scaling`).
 - ``rnn``: the Transformer and the GRU encoder-decoder with Bahdanau attention, trained alike
-  over seeds on the reordering task; writes ``companion/results/rnn_comparison.json``
-  (:mod:`companion.bench.rnn`, over :mod:`companion.rnn_comparison`).
+  over seeds on the reordering task; writes ``companion/experiments/results/rnn_comparison.json``
+  (:mod:`companion.bench.rnn`, over :mod:`companion.experiments.rnn_comparison`).
 - ``length``: the gap to the entropy floor of learned, sinusoidal, RoPE and ALiBi positions at
-  one, two and four times the training length; writes ``companion/results/length.json``
-  (:mod:`companion.bench.length`, over :mod:`companion.extrapolation`).
+  one, two and four times the training length; writes ``companion/experiments/results/length.json``
+  (:mod:`companion.bench.length`, over :mod:`companion.experiments.extrapolation`).
 
 They print measured numbers; no test times anything.
 """

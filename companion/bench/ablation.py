@@ -1,6 +1,6 @@
 """``python -m companion.bench ablation``: trains the GPT-2 block, each modern change and all
-four over seeds (companion.ablation, sec-modern-decoder), prints the table, and writes the
-results to companion/results/ablation.json, which the chapter plots."""
+four over seeds (companion.experiments.ablation, sec-modern-decoder), prints the table, and writes
+the results to companion/experiments/results/ablation.json, which the chapter plots."""
 
 from __future__ import annotations
 
@@ -12,7 +12,17 @@ from typing import Any
 
 import torch
 
-from companion.ablation import (
+from companion.bench.common import (
+    load_average,
+    log,
+    run_lines,
+    run_record,
+    seeded_parser,
+    write_results,
+)
+from companion.data.tasks.language import language_model_vocab
+from companion.device import get_device
+from companion.experiments.ablation import (
     BASE,
     BATCH_SIZE,
     LR,
@@ -25,16 +35,6 @@ from companion.ablation import (
     num_parameters,
     variant_configs,
 )
-from companion.bench.common import (
-    load_average,
-    log,
-    run_lines,
-    run_record,
-    seeded_parser,
-    write_results,
-)
-from companion.data.tasks.language import language_model_vocab
-from companion.device import get_device
 from companion.measure import use_threads
 
 

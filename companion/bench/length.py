@@ -1,7 +1,7 @@
 """``python -m companion.bench length``: trains the GPT-2 block with learned, sinusoidal, RoPE
 and ALiBi positions at one context length, over seeds, and scores each at one, two and four
-times that length (companion.extrapolation, sec-modern-decoder); prints the table and writes
-companion/results/length.json, which the chapter plots."""
+times that length (companion.experiments.extrapolation, sec-modern-decoder); prints the table and
+writes companion/experiments/results/length.json, which the chapter plots."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from companion.ablation import BASE, LR
 from companion.bench import common
 from companion.data.tasks.language import language_model_vocab
 from companion.device import get_device
-from companion.extrapolation import (
+from companion.experiments.ablation import BASE, LR
+from companion.experiments.extrapolation import (
     BATCH_SIZE,
     FACTORS,
     RESULTS,

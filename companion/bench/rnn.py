@@ -1,7 +1,7 @@
 """``python -m companion.bench rnn``: the Transformer and the GRU encoder-decoder with Bahdanau
 attention, trained with the same data, schedule and number of updates over seeds
-(companion.rnn_comparison, sec-transformer); prints the table and writes
-companion/results/rnn_comparison.json, which the chapter reads."""
+(companion.experiments.rnn_comparison, sec-transformer); prints the table and writes
+companion/experiments/results/rnn_comparison.json, which the chapter reads."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 
 from companion.bench import common
 from companion.device import get_device
+from companion.experiments.rnn_comparison import MODELS, RESULTS, SETTINGS, train_and_score
 from companion.measure import use_threads
-from companion.rnn_comparison import MODELS, RESULTS, SETTINGS, train_and_score
 
 COLUMNS = ("loss", "bleu", "standard_bleu", "exact_match", "seconds")
 

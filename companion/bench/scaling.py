@@ -1,7 +1,7 @@
 """``python -m companion.bench scaling``: decoders of five widths, each trained with two budgets of
 data over seeds, scored by their gap to the invented language's entropy floor
-(companion.scaling, sec-pretraining); prints the table and writes
-companion/results/scaling.json, which the chapter plots."""
+(companion.experiments.scaling, sec-pretraining); prints the table and writes
+companion/experiments/results/scaling.json, which the chapter plots."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ from typing import Any
 from companion.bench import common
 from companion.data.tasks.language import language_model_vocab
 from companion.device import get_device
-from companion.measure import use_threads
-from companion.scaling import (
+from companion.experiments.scaling import (
     BATCH_SIZE,
     RESULTS,
     STEPS,
@@ -23,6 +22,7 @@ from companion.scaling import (
     non_embedding_parameters,
     width_config,
 )
+from companion.measure import use_threads
 
 
 def main(argv: Sequence[str]) -> int:

@@ -1,14 +1,14 @@
 """``python -m companion.bench train``: seconds for each recipe to reach its held-out target.
 
-Each recipe of :mod:`companion.recipes` trains from scratch (data generated, model initialised
-on the CPU, then moved to :func:`companion.device.get_device`). After every epoch the model
-greedily decodes 500 validation sources; training stops once their score reaches the target.
+Each recipe of :mod:`companion.experiments.recipes` trains from scratch (data generated, model
+initialised on the CPU, then moved to :func:`companion.device.get_device`). After every epoch the
+model greedily decodes 500 validation sources; training stops once their score reaches the target.
 The time counts everything after the data are built: training steps and those evaluations.
 The final score is then measured on the test split, whose sources training never saw.
 
 The models of "Transformers today" each bring their own recipe, a ``time_to_quality(seed,
-device)`` in their module of :mod:`companion.recipes` (:data:`MODEL_RECIPES`), which returns a
-:class:`companion.recipes.TimeToQuality`: the language model trains until its
+device)`` in their module of :mod:`companion.experiments.recipes` (:data:`MODEL_RECIPES`), which
+returns a :class:`companion.experiments.recipes.TimeToQuality`: the language model trains until its
 validation cross-entropy is within a stated gap of the language's entropy floor (GPT, and the
 Llama-style model of the same size with the same recipe), the pretrained
 BERT fine-tunes to a stated accuracy and the ViT trains until its validation accuracy has
@@ -26,11 +26,13 @@ import torch
 
 from companion.bench.common import device_name, load_average, log
 from companion.device import get_device
+from companion.experiments.recipes import RECIPES, TimeToQuality, run_recipe
 from companion.measure import use_threads
-from companion.recipes import RECIPES, TimeToQuality, run_recipe
 
 # name -> the module whose time_to_quality(seed, device) trains that chapter's model
-MODEL_RECIPES = {name: f"companion.recipes.{name}" for name in ("gpt", "llama", "bert", "vit")}
+MODEL_RECIPES = {
+    name: f"companion.experiments.recipes.{name}" for name in ("gpt", "llama", "bert", "vit")
+}
 
 
 def _table(titles: Sequence[str], rows: list[tuple[str, ...]]) -> list[str]:

@@ -37,7 +37,7 @@ tokens.
 
 GPT's data are :func:`companion.data.tasks.language.lm_arrays`, its loss
 :func:`companion.data.tasks.language.next_token_loss` and its time-to-quality recipe
-:mod:`companion.recipes.gpt`.
+:mod:`companion.experiments.recipes.gpt`.
 """
 
 from __future__ import annotations

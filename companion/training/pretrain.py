@@ -13,7 +13,7 @@ Both use the book's one training loop, :func:`companion.training.train.fit`.
   :class:`companion.models.bert.BERTModel`.
 
 The whole recipe, timed for ``python -m companion.bench train``, is
-:func:`companion.recipes.bert.time_to_quality`.
+:func:`companion.experiments.recipes.bert.time_to_quality`.
 """
 
 from __future__ import annotations

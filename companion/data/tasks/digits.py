@@ -1,5 +1,5 @@
 """Handwritten digits for the Vision Transformer (sec-vit): the images and their splits. The
-chapter's training settings, loop and accuracy are in :mod:`companion.recipes.vit`.
+chapter's training settings, loop and accuracy are in :mod:`companion.experiments.recipes.vit`.
 
 The images are scikit-learn's 1,797 handwritten digits (``sklearn.datasets.load_digits``:
 8x8 pixels, one channel, integer values 0 to 16, shipped inside the package). companion does

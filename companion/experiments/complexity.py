@@ -153,5 +153,7 @@ def peak_memory(
     for name in implementations:
         attention_layer(name)  # a clear ValueError for an unknown name, here and not in a child
     arguments = (list(implementations), list(lengths), batch, heads, head_size)
-    measured = run_in_fresh_process("companion.complexity", "_peak_memory_worker", *arguments)
+    measured = run_in_fresh_process(
+        "companion.experiments.complexity", "_peak_memory_worker", *arguments
+    )
     return {name: {int(n): mib for n, mib in row.items()} for name, row in measured.items()}

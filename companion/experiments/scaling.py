@@ -6,8 +6,8 @@ the chapter plots.
 Chinchilla's fit writes the loss as ``L(N, D) = E + A / N^alpha + B / D^beta``. For natural text
 the irreducible ``E`` must be fitted with the rest; here it is the floor, known exactly, so the
 gap ``L - E`` is measured directly (paired with the test sentences' own surprisal, as in
-:mod:`companion.ablation`). Each model sees every training sentence once (``steps`` batches of
-:data:`BATCH_SIZE`); the widths share the sentences of a seed.
+:mod:`companion.experiments.ablation`). Each model sees every training sentence once (``steps``
+batches of :data:`BATCH_SIZE`); the widths share the sentences of a seed.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from companion.ablation import gap_to_floor, language_data, num_parameters
 from companion.data.tasks.language import NUM_STEPS
+from companion.experiments.ablation import gap_to_floor, language_data, num_parameters
 from companion.models.decoder import DecoderConfig, gpt2_config
 
 RESULTS = Path(__file__).resolve().parent / "results" / "scaling.json"

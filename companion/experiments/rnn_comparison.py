@@ -2,8 +2,8 @@
 task of sec-transformer: the same data, optimiser, schedule, batches and number of updates.
 
 ``python -m companion.bench rnn`` trains both models over seeds with :func:`train_and_score`
-and writes ``companion/results/rnn_comparison.json``; the chapter trains its Transformer live
-(seed 0 of this setting) and reads the Bahdanau model's results from that file, which holds
+and writes ``companion/experiments/results/rnn_comparison.json``; the chapter trains its Transformer
+live (seed 0 of this setting) and reads the Bahdanau model's results from that file, which holds
 what a run of about 20 seconds per model and seed would print.
 
 Only the model's initialisation and the order of the batches change with the seed; the data

@@ -9,8 +9,8 @@ is chosen to bring its parameter count closest to the GPT-2 block's, and the cou
 
 The score of a model is its cross-entropy on held-out sentences minus those sentences' own
 surprisal under the true distribution (nats per token): the paired estimate of the gap to the
-floor that :func:`companion.recipes.gpt.time_to_quality` uses. Each seed draws new training
-and test sentences and new initial weights; the variants of one seed share the sentences.
+floor that :func:`companion.experiments.recipes.gpt.time_to_quality` uses. Each seed draws new
+training and test sentences and new initial weights; the variants of one seed share the sentences.
 
 The benchmark writes its results to a small JSON file with the machine, the versions and the
 load average that made them; the committed one, :data:`RESULTS`, ships with companion (package

@@ -1,6 +1,6 @@
 """The Llama-style model's time-to-quality recipe (sec-modern-decoder): the GPT recipe of
-:mod:`companion.recipes.gpt`, with the ablation's "all four" model (RMSNorm, RoPE, SwiGLU,
-grouped-query attention) in place of the GPT, at the same parameter count.
+:mod:`companion.experiments.recipes.gpt`, with the ablation's "all four" model (RMSNorm, RoPE,
+SwiGLU, grouped-query attention) in place of the GPT, at the same parameter count.
 """
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from companion.ablation import variant_configs
+from companion.experiments.ablation import variant_configs
+from companion.experiments.recipes import TimeToQuality, gpt
 from companion.models.decoder import DecoderLM
-from companion.recipes import TimeToQuality, gpt
 
 
 def recipe_llama(vocab_size: int) -> tuple[nn.Module, str]:
@@ -26,6 +26,6 @@ def recipe_llama(vocab_size: int) -> tuple[nn.Module, str]:
 
 def time_to_quality(seed: int = 0, device: torch.device | None = None) -> TimeToQuality:
     """``python -m companion.bench train``'s llama row:
-    :func:`companion.recipes.gpt.time_to_quality`, the GPT recipe, with :func:`recipe_llama`'s
-    model in place of the GPT."""
+    :func:`companion.experiments.recipes.gpt.time_to_quality`, the GPT recipe, with
+    :func:`recipe_llama`'s model in place of the GPT."""
     return gpt.time_to_quality(seed, device, build=recipe_llama)

@@ -18,7 +18,7 @@ from companion.data.tasks.pretraining import (
     pretraining_corpus,
 )
 from companion.device import get_device
-from companion.recipes import TimeToQuality
+from companion.experiments.recipes import TimeToQuality
 from companion.training.pretrain import MAX_LEN, accuracy, bert_model, fine_tune, pretrain
 
 

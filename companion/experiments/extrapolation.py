@@ -1,8 +1,8 @@
 """Length: train at one context length, evaluate at two and four times it (sec-modern-decoder).
 ``python -m companion.bench length`` runs it over seeds.
 
-Position schemes on the GPT-2 block of the ablation (:mod:`companion.ablation`), which differ
-in nothing else: learned positions, the sinusoids of sec-positional-encoding, RoPE and ALiBi.
+Position schemes on the GPT-2 block of the ablation (:mod:`companion.experiments.ablation`), which
+differ in nothing else: learned positions, the sinusoids of sec-positional-encoding, RoPE and ALiBi.
 Each is trained on rows of ``L`` tokens and scored on rows of ``L``, ``2L`` and ``4L``.
 
 The sinusoids run twice. ``DecoderLM`` adds them as they are, entries of size about 1, to token
@@ -38,7 +38,6 @@ from typing import Any
 
 import torch
 
-from companion.ablation import BASE, TEST_SENTENCES, train_decoder
 from companion.data.tasks.language import (
     cross_entropy_per_token,
     invented_sentences,
@@ -46,6 +45,7 @@ from companion.data.tasks.language import (
     sentence_log_prob,
 )
 from companion.data.text import Vocab
+from companion.experiments.ablation import BASE, TEST_SENTENCES, train_decoder
 from companion.models.decoder import DecoderConfig, DecoderLM, gpt2_config
 
 RESULTS = Path(__file__).resolve().parent / "results" / "length.json"

@@ -2,8 +2,8 @@
 :class:`companion.models.decoder.GPT` of :data:`RECIPE_MODEL` trained from scratch on
 :data:`RECIPE_SENTENCES` sentences until its validation cross-entropy is within
 :data:`TARGET_GAP` nats per token of the language's entropy floor.
-``python -m companion.bench train`` runs it, and :mod:`companion.recipes.llama` runs it with
-another model.
+``python -m companion.bench train`` runs it, and :mod:`companion.experiments.recipes.llama` runs it
+with another model.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from companion.data.tasks.language import (
 )
 from companion.data.text import batches
 from companion.device import get_device
+from companion.experiments.recipes import TimeToQuality
 from companion.models.decoder import GPT
-from companion.recipes import TimeToQuality
 from companion.training.train import fit
 
 RECIPE_SENTENCES = 20_000
@@ -58,8 +58,8 @@ def time_to_quality(
     cross-entropy is within :data:`TARGET_GAP` nats per token of the entropy floor.
 
     ``build(vocab_size)`` returns the model (on the CPU) and its name: by default
-    :func:`recipe_gpt`; :func:`companion.recipes.llama.time_to_quality` passes a Llama-style
-    model of the same size, so the two recipes differ only in the model.
+    :func:`recipe_gpt`; :func:`companion.experiments.recipes.llama.time_to_quality` passes a
+    Llama-style model of the same size, so the two recipes differ only in the model.
 
     The gap of a corpus is measured against that corpus's own surprisal under the true
     distribution, ``-sum log P(S) / number of tokens``, whose expectation is the floor

@@ -18,8 +18,8 @@ from torch.nn import functional as F
 from companion.data.tasks.digits import ImageSet, load_digit_splits
 from companion.data.text import batches
 from companion.device import get_device
+from companion.experiments.recipes import TimeToQuality
 from companion.modes import eval_mode
-from companion.recipes import TimeToQuality
 from companion.training.train import fit
 
 

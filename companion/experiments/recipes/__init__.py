@@ -17,9 +17,10 @@ sources never seen in training. ``python -m companion.bench train`` times all th
 
 The models of "Transformers today" each have a recipe module, whose ``time_to_quality(seed,
 device)`` trains the model from scratch until a stated target and returns a
-:class:`TimeToQuality`: :mod:`companion.recipes.gpt` (sec-language-models),
-:mod:`companion.recipes.llama` (the GPT recipe with the Llama-style model, sec-modern-decoder),
-:mod:`companion.recipes.bert` (sec-pretraining) and :mod:`companion.recipes.vit` (sec-vit).
+:class:`TimeToQuality`: :mod:`companion.experiments.recipes.gpt` (sec-language-models),
+:mod:`companion.experiments.recipes.llama` (the GPT recipe with the Llama-style model,
+sec-modern-decoder), :mod:`companion.experiments.recipes.bert` (sec-pretraining) and
+:mod:`companion.experiments.recipes.vit` (sec-vit).
 """
 
 from __future__ import annotations
