@@ -11,6 +11,10 @@ report says how much of it is distinct).
 - **encoding**: the whole text, by companion (a fresh tokenizer each run, so its cache of
   pre-tokens starts empty) and by a ``tiktoken.Encoding`` built from the same merges and
   pattern (``encode_ordinary``, one thread). Both must give identical ids.
+- **long pre-tokens**: two runs of ``--run-length`` letters with no space (40,000 by default),
+  each one pre-token: ``"a" * 40000`` and random ASCII letters (seeded). Each is encoded by
+  both, and the table gives companion's time over tiktoken's; then training again, on the text
+  followed by the random run, shows what such a word costs training.
 
 tiktoken is a test dependency of the book, not a dependency of companion; without it only
 companion's numbers are printed. It prints measurements; no test times anything.
@@ -19,7 +23,10 @@ companion's numbers are printed. It prints measurements; no test times anything.
 from __future__ import annotations
 
 import argparse
+import functools
+import random
 import statistics
+import string
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,7 +34,7 @@ from pathlib import Path
 from companion import corpus
 from companion.bench.common import load_average, log
 from companion.device import cpu_name
-from companion.tokenizer import Tokenizer, spell_out
+from companion.tokenizer import Tokenizer
 
 
 def build_text(megabytes: float) -> tuple[str, int]:
@@ -39,6 +46,20 @@ def build_text(megabytes: float) -> tuple[str, int]:
     target = int(megabytes * 1_000_000)
     data = (distinct * (target // len(distinct) + 1))[:target]
     return data.decode("utf-8", errors="ignore"), min(len(distinct), target)
+
+
+def long_runs(length: int) -> dict[str, str]:
+    """Two words of ``length`` letters: one letter repeated, and random letters (seeded)."""
+    rng = random.Random(0)
+    return {
+        f'"a" * {length}': "a" * length,
+        f"{length} random letters": "".join(rng.choices(string.ascii_letters, k=length)),
+    }
+
+
+def fresh_encode(tok: Tokenizer, text: str) -> list[int]:
+    """``text`` encoded by a copy of ``tok`` whose cache of pre-tokens starts empty."""
+    return Tokenizer(tok.merges, (), tok.pattern).encode(text)
 
 
 def timed(fn: Callable[[], object], repeats: int) -> tuple[list[float], object]:
@@ -58,6 +79,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--megabytes", type=float, default=1.0, help="size of the text (MB)")
     parser.add_argument("--vocab-size", type=int, default=4096, help="tokens after training")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs (best and median)")
+    parser.add_argument("--run-length", type=int, default=40_000, help="letters in a long word")
     args = parser.parse_args(list(argv))
     text, distinct = build_text(args.megabytes)
     size = len(text.encode("utf-8"))
@@ -66,9 +88,15 @@ def main(argv: Sequence[str]) -> int:
     train_s, tok = timed(lambda: Tokenizer.train(text, args.vocab_size), args.repeats)
     assert isinstance(tok, Tokenizer)
     log("[tokenizer] encoding with companion")
-    fresh = lambda: Tokenizer(tok.merges, (), tok.pattern).encode(text)  # noqa: E731
-    encode_s, ids = timed(fresh, args.repeats)
+    encode_s, ids = timed(functools.partial(fresh_encode, tok, text), args.repeats)
     rows = [("companion", min(encode_s))]
+    runs = long_runs(args.run_length)
+    log(f"[tokenizer] encoding two {args.run_length:,}-letter words with companion")
+    run_s = {}
+    for name, word in runs.items():
+        run_s[name], run_ids = timed(functools.partial(fresh_encode, tok, word), args.repeats)
+        assert isinstance(run_ids, list) and tok.decode(run_ids) == word
+    tiktoken_run_s: dict[str, float] = {}
     try:
         import tiktoken
     except ImportError:
@@ -77,13 +105,21 @@ def main(argv: Sequence[str]) -> int:
         log("[tokenizer] encoding with tiktoken")
         enc = tiktoken.Encoding(
             name="companion-bpe",
-            pat_str=spell_out(tok.pattern),
+            pat_str=tok.pattern,
             mergeable_ranks={token: i for i, token in enumerate(tok.vocab)},
             special_tokens={},
         )
         enc_s, tik_ids = timed(lambda: enc.encode_ordinary(text), args.repeats)
         rows.append(("tiktoken", min(enc_s)))
         same = "identical ids" if tik_ids == ids else "IDS DIFFER"
+        for name, word in runs.items():
+            run_seconds, tik_run = timed(functools.partial(enc.encode_ordinary, word), args.repeats)
+            tiktoken_run_s[name] = min(run_seconds)
+            if tik_run != tok.encode(word):
+                same = "IDS DIFFER"
+    log(f"[tokenizer] training on the text and a {args.run_length:,}-letter word")
+    with_run = text + " " + runs[f"{args.run_length} random letters"]
+    train_run_s, _ = timed(lambda: Tokenizer.train(with_run, args.vocab_size), args.repeats)
     assert isinstance(ids, list)
     print(
         f"text: {size / 1e6:.2f} MB of UTF-8 ({distinct / 1e6:.2f} MB distinct: the book's prose, "
@@ -103,4 +139,16 @@ def main(argv: Sequence[str]) -> int:
             f"| {name} | {seconds:.3f} | {size / 1e6 / seconds:.2f} | "
             f"{len(ids) / seconds:,.0f} | {rows[0][1] / seconds:.1f} |"
         )
+    print(f"long words (one pre-token each, {same}), best of {args.repeats}:")
+    print("| word | companion s | tiktoken s | companion / tiktoken |")
+    print("| --- | ---: | ---: | ---: |")
+    for name in runs:
+        mine, theirs = min(run_s[name]), tiktoken_run_s.get(name)
+        ratio = f"{mine / theirs:.0f}" if theirs else "-"
+        shown = f"{theirs:.4f}" if theirs else "-"
+        print(f"| {name} | {mine:.4f} | {shown} | {ratio} |")
+    print(
+        f"training to {args.vocab_size} tokens on the text and {args.run_length:,} random "
+        f"letters: best {min(train_run_s):.2f} s, median {statistics.median(train_run_s):.2f} s"
+    )
     return 0 if same != "IDS DIFFER" else 1
