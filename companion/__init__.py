@@ -1,11 +1,33 @@
 """companion: the tested layers and tools that the book "Attention and the Transformer" imports.
 
 Names and signatures follow the PyTorch edition of Dive into Deep Learning (d2l), so code moves
-between the two. The layers, models and tools the chapters use are importable from here; a
-chapter's own helpers come from their module (``companion.data.tasks.language``,
-``companion.training.train``, ``companion.source``, ...). A few d2l names that no chapter uses are
-kept so that d2l code runs unchanged; ``__all__`` lists them last, under "d2l compatibility".
+between the two. The layers, models and tools the chapters use are importable from here
+(``from companion import MultiHeadAttention``); a chapter's own helpers come from their module
+(``companion.data.tasks.language``, ``companion.training.train``, ``companion.source``, ...). A few
+d2l names that no chapter uses are kept so that d2l code runs unchanged; ``__all__`` lists them
+last, under "d2l compatibility".
+
+The package, from the bottom up. A module imports only modules of its own group or of a lower
+one, and no modules import each other in a circle (``tests/test_layout.py`` keeps it so):
+
+- ``_validate``, ``modes``, ``device``, ``repro``, ``claims``, ``source``, ``measure``: argument
+  checks, ``eval_mode``, and what a chapter needs besides layers;
+- ``layers/``: attention, the key-value cache, positions, norms, feed-forward networks, the
+  Transformer blocks, the sequence loss, pooling, efficient attention;
+- ``generation/``: greedy and beam search, and sampling, the loops the models' ``decode`` and
+  ``generate`` run;
+- ``models/``: seq2seq, the Transformer, the decoder-only language model (GPT and Llama-style),
+  BERT, the ViT and its CNN baseline;
+- ``tokenizer``, ``data/``: byte-level BPE; the tasks, vocabularies and batches, corpora;
+- ``training/``: the training loop (it knows no task), metrics, BERT's pretraining;
+- ``experiments/``: each chapter's measurement, the time-to-quality recipes and the committed
+  results the chapters read;
+- ``figures/``: every plot and diagram. The plotting names here are imported on first use, so
+  ``import companion`` does not import matplotlib's pyplot;
+- ``exercises/``: one checker module per chapter; ``bench/``: ``python -m companion.bench``.
 """
+
+from typing import TYPE_CHECKING
 
 from companion.claims import claim
 from companion.data import corpus as corpus  # `from companion import corpus` (not in __all__)
@@ -36,7 +58,7 @@ from companion.layers.blocks import (
     TransformerEncoderBlock,
 )
 from companion.layers.efficient import LinearAttention
-from companion.layers.feedforward import PositionWiseFFN, SwiGLU
+from companion.layers.feedforward import PositionWiseFFN, SwiGLU, ViTMLP
 from companion.layers.gqa import GroupedQueryAttention, RollingKVCache
 from companion.layers.losses import sequence_loss
 from companion.layers.norms import RMSNorm
@@ -60,20 +82,41 @@ from companion.models.seq2seq import (
     init_seq2seq,
 )
 from companion.models.transformer import TransformerDecoder, TransformerEncoder
-from companion.models.vit import PatchEmbedding, ViT, ViTBlock, ViTMLP
-from companion.plot import (
-    plot,
-    plot_attention,
-    plot_history,
-    plot_kernel_regression,
-    show_heatmaps,
-)
+from companion.models.vit import PatchEmbedding, ViT, ViTBlock
 from companion.repro import reproducible
 from companion.tokenizer import Tokenizer
 from companion.training.metrics import bleu, corpus_bleu, exact_match
 from companion.training.train import train_seq2seq
 
+if TYPE_CHECKING:  # for type checkers and editors; at run time, __getattr__ below
+    from companion.figures.plot import (
+        plot,
+        plot_attention,
+        plot_history,
+        plot_kernel_regression,
+        show_heatmaps,
+    )
+
 __version__ = "0.1.0"
+
+# The plotting names import matplotlib.pyplot, which a script that only trains never needs:
+# they are imported on first use (PEP 562), ``from companion import plot_attention`` included.
+_FIGURES = ("plot", "plot_attention", "plot_history", "plot_kernel_regression", "show_heatmaps")
+
+
+def __getattr__(name: str) -> object:
+    if name in _FIGURES:
+        from companion.figures import plot as figures
+
+        value = getattr(figures, name)
+        globals()[name] = value  # the next lookup finds it without calling __getattr__
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_FIGURES})
+
 
 __all__ = [
     # attention and its layers

@@ -10,7 +10,7 @@ import torch
 
 from companion import kernel_regression_data, plot, reproducible, show_heatmaps
 from companion.data.regression import kernel_regression_target
-from companion.plot import plot_kernel_regression
+from companion.figures.plot import plot_kernel_regression
 
 
 def test_kernel_regression_data_is_deterministic_and_independent_of_global_state():
@@ -98,7 +98,7 @@ def test_heatmap_accepts_one_matrix_with_token_labels_and_rejects_other_ranks(tm
 
 
 def test_attention_and_history_plots_save_to_files(tmp_path):
-    from companion.plot import plot_attention, plot_history
+    from companion.figures.plot import plot_attention, plot_history
 
     source, target = ["the", "red", "dog", "<eos>"], ["ka", "dog", "red"]
     grid = torch.softmax(torch.randn(2, 4, 5, 6), dim=-1)  # (layers, heads, target, source)

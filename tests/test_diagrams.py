@@ -7,7 +7,7 @@ import nbformat
 import pytest
 from matplotlib.text import Text
 
-from companion import diagrams
+from companion.figures import diagrams
 
 # Each diagram and labels a reader must find in it.
 EXPECTED = {

@@ -23,8 +23,8 @@ from companion.experiments.extrapolation import (
     scale_sinusoids,
     scheme_configs,
 )
+from companion.figures.decoder import plot_length
 from companion.models.decoder import DecoderLM
-from companion.plot_decoder import plot_length
 
 VOCAB = language_model_vocab()
 TINY = dict(num_hiddens=16, num_heads=2, num_blks=1, ffn_num_hiddens=32)

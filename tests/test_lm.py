@@ -265,7 +265,7 @@ def test_time_to_quality_reports_its_recipe(monkeypatch):
 def test_show_masks_draws_every_mask_on_the_same_0_to_1_scale(tmp_path):
     import matplotlib.pyplot as plt
 
-    from companion.plot_lm import show_masks
+    from companion.figures.lm import show_masks
 
     everything = torch.ones(4, 4, dtype=torch.bool)
     causal = torch.ones(4, 4, dtype=torch.bool).tril()

@@ -24,12 +24,12 @@ from companion.data.tasks.pretraining import (
     word_class,
 )
 from companion.experiments.published import CHINCHILLA_OPTIMAL, KAPLAN_D, KAPLAN_N, kaplan_loss
-from companion.models.bert import BERTModel
-from companion.plot_pretraining import (
+from companion.figures.pretraining import (
     plot_learning_curves,
     plot_scaling_laws,
     plot_t5_objectives,
 )
+from companion.models.bert import BERTModel
 from companion.training.pretrain import (
     MAX_LEN,
     accuracy,

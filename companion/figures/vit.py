@@ -1,7 +1,7 @@
 """Figures of the Vision Transformer chapter (sec-vit).
 
-Like :mod:`companion.plot`, each function draws with matplotlib, returns ``None`` and saves the
-figure when given ``path=``.
+Like :mod:`companion.figures.plot`, each function draws with matplotlib, returns ``None`` and saves
+the figure when given ``path=``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from companion.plot import _as_numpy, _finish
+from companion.figures.plot import _as_numpy, _finish
 
 
 def show_cls_attention(

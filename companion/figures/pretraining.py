@@ -1,8 +1,8 @@
 """Figures of the pretraining chapter (sec-pretraining): the learning curve of fine-tuning,
 and two figures drawn from published numbers (:mod:`companion.experiments.published`).
 
-Like :mod:`companion.plot`, each function draws with matplotlib, returns ``None`` and saves the
-figure when given ``path=``.
+Like :mod:`companion.figures.plot`, each function draws with matplotlib, returns ``None`` and saves
+the figure when given ``path=``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from companion.experiments.published import (
     T5_OBJECTIVES_GLUE,
     kaplan_loss,
 )
-from companion.plot import _finish
+from companion.figures.plot import _finish
 
 COLORS = ("C0", "C3", "C2", "C1")
 

@@ -1,7 +1,7 @@
 """Figures of the modern decoder chapter (sec-modern-decoder).
 
-Like :mod:`companion.plot`, each function draws with matplotlib, returns ``None`` and saves the
-figure when given ``path=``.
+Like :mod:`companion.figures.plot`, each function draws with matplotlib, returns ``None`` and saves
+the figure when given ``path=``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from companion.plot import _finish
+from companion.figures.plot import _finish
 
 
 def plot_ablation(

@@ -1,7 +1,7 @@
 """Figures of the language-model chapter (sec-language-models).
 
-Like :mod:`companion.plot`, each function draws with matplotlib, returns ``None`` and saves the
-figure when given ``path=``.
+Like :mod:`companion.figures.plot`, each function draws with matplotlib, returns ``None`` and saves
+the figure when given ``path=``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from companion.plot import _as_numpy, _finish
+from companion.figures.plot import _as_numpy, _finish
 
 
 def show_masks(
@@ -25,7 +25,7 @@ def show_masks(
 ) -> None:
     """Boolean attention masks side by side, ``masks`` of shape ``(num_masks, queries,
     keys)``: dark where the query (row) may attend to the key (column), light where it may
-    not. Unlike :func:`companion.plot.show_heatmaps`, the colours are fixed to 0 and 1, so a
+    not. Unlike :func:`companion.figures.plot.show_heatmaps`, the colours are fixed to 0 and 1, so a
     mask that lets everything through is drawn dark, not scaled to its own range."""
     masks = torch.as_tensor(_as_numpy(masks))
     if masks.dim() != 3 or masks.shape[0] != len(titles):
