@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import companion
 from companion import corpus
 from companion.bench.common import load_average, log
 from companion.device import cpu_name
@@ -39,7 +40,7 @@ from companion.tokenizer import Tokenizer
 
 def build_text(megabytes: float) -> tuple[str, int]:
     """``(text, distinct bytes)``: the corpus and companion's source, about ``megabytes`` MB."""
-    package = Path(corpus.__file__).parent
+    package = Path(companion.__file__).parent
     parts = [corpus.load(kind) for kind in corpus.KINDS]
     parts += [path.read_text(encoding="utf-8") for path in sorted(package.rglob("*.py"))]
     distinct = "\n".join(parts).encode("utf-8")
