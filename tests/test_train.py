@@ -11,9 +11,10 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
-from companion import plot_history, recipes
+from companion import plot_history
 from companion.data.tasks import reverse_task
 from companion.data.text import Vocab, batches, build_arrays
+from companion.experiments import recipes
 from companion.experiments.recipes import RECIPES, build_model, evaluate, run_recipe
 from companion.layers.losses import sequence_loss
 from companion.models.seq2seq import EncoderDecoder, Seq2SeqAttentionDecoder, Seq2SeqEncoder
