@@ -67,7 +67,7 @@ from tools.record import ROOT
 CLAIMS_PATH = "book/claims.json"  # relative to the book's root
 CLAIMS = ROOT / CLAIMS_PATH
 SETUP_CELL_TAG = "remove-cell"  # the Colab set-up cell, which changes with the release tag
-DIAGRAM_PREFIX = "fig-diagram-"  # the names of schematic figures (companion.diagrams)
+DIAGRAM_PREFIX = "fig-diagram-"  # the names of schematic figures (companion.figures.diagrams)
 FOREIGN_NUMERICS = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}
 WIDEST_NUMERICS = {"ATEN_CPU_CAPABILITY": "avx512", "MKL_CBWR": "AUTO"}  # what Colab gets
 LIBRARY = ROOT / "companion"
@@ -124,7 +124,7 @@ def trained_notebooks(root: Path = ROOT) -> list[Path]:
 
 
 def is_diagram(cell) -> bool:
-    """A cell that only draws a schematic figure (``fig-diagram-...``, companion.diagrams)."""
+    """A cell that only draws a schematic figure (``fig-diagram-...``, companion.figures.diagrams)."""
     figure = cell.metadata.get("mystnb", {}).get("figure", {})
     return str(figure.get("name", "")).startswith(DIAGRAM_PREFIX)
 

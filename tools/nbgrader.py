@@ -143,7 +143,7 @@ def course_notebook(notebook: nbformat.NotebookNode, name: str) -> nbformat.Note
             number = coded.code_cells.index(index) + 1
             cell.source = guard_top_level_regions(cell.source, coded.label)
             graded = any(call.cell == index for call in coded.checks)
-            grade_id = exercise.label if number == 1 else f"{exercise.label}-code-{number}"
+            grade_id = coded.label if number == 1 else f"{coded.label}-code-{number}"
             if BEGIN_SOLUTION in cell.source or graded:
                 cell.metadata["nbgrader"] = nbgrader_metadata(
                     grade_id, solution=True, grade=False, locked=False
