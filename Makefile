@@ -1,5 +1,6 @@
 # Two commands for readers and CI: `make book` and `make test`. Both set up .venv first.
-# `make outputs` is the only way the committed notebook outputs are produced.
+# `make unit` is the quick loop while working on companion. `make outputs` is the only way the
+# committed notebook outputs are produced.
 
 PYTHON ?= python3
 # The Pythons the lock is tested on (CI's matrix); any other stops before anything is installed.
@@ -14,7 +15,6 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 export OMP_NUM_THREADS := 2
 # Idle OpenMP threads sleep instead of spinning: the same arithmetic (measured: bitwise equal
 # weights), but a busy 2-core machine no longer loses most of its time to spinning threads.
-# A notebook that runs alone on a quiet machine (tools/record.py) starts its kernel without it.
 export OMP_WAIT_POLICY := PASSIVE
 export MKL_NUM_THREADS := 2
 export COMPANION_NUM_THREADS := 2
@@ -27,9 +27,8 @@ export COMPANION_PROGRESS := off
 # ipykernel's debugger otherwise warns about frozen modules on stderr.
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: all setup book student nbgrader test test-foreign claims site-test site-test-debs \
-	install-check colab-check \
-	outputs lint lock clean
+.PHONY: all setup book student nbgrader unit test test-foreign claims site-test site-test-debs \
+	install-check colab-check outputs lint lock clean
 
 # $(call check-python,INTERPRETER): stop with a clear message unless it is a supported Python.
 check-python = $(1) -c 'import sys; v = "%d.%d" % sys.version_info[:2]; \
@@ -66,35 +65,41 @@ student: $(STAMP)
 nbgrader: $(STAMP)
 	$(BIN)/python -m tools.nbgrader --out _build/nbgrader
 
-# Two workers (pytest-xdist): each notebook and each test module on one of them; the
-# Transformer chapter runs alone (conftest.py). Each kernel still runs with the pinned threads
-# above, so every printed number is the one a single process prints. TEST_WORKERS=0 runs
-# everything in one process. The unit tests build the student edition they check themselves
-# (tests/test_student.py).
+# Two tiers. `make unit`, like a bare `pytest`: companion's unit, property and structure tests
+# (tests/), no notebooks, about a minute. `make test`: the lint, then those, the tests of the
+# book's tools (tools/tests/: student edition, nbgrader, status page, claims) and every notebook
+# under nbval. Both run on TEST_WORKERS pytest-xdist workers (0: one process); --dist loadscope
+# keeps a notebook's cells on one worker (with pytest 9.2, xdist 3.8 ignores --dist loadgroup:
+# pytest-dev/pytest-xdist#1386). Each kernel runs with the pinned threads above, so every
+# printed number is the one a single process prints. A notebook's time is reported, not enforced.
 TEST_WORKERS ?= 2
-test: $(STAMP)
-	$(BIN)/python -m pytest -v -n $(TEST_WORKERS) --dist loadscope
+unit: $(STAMP)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS)
+
+test: lint
+	$(BIN)/python -m pytest -v -n $(TEST_WORKERS) --dist loadscope tests tools/tests book
 
 # Another CPU's float arithmetic on this one: torch's generic kernels and MKL's compatible path
 # sum in another order, as another vendor's CPU does. Every notebook must still pass nbval:
-# exact cells print the same, trained cells (tag `trained`) still meet their claims. The time
-# budget is reported, not enforced, since this path is slower.
+# exact cells print the same, trained cells (tag `trained`) still meet their claims.
 FOREIGN_NUMERICS := ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE
 test-foreign: $(STAMP)
-	$(FOREIGN_NUMERICS) COMPANION_TIME_BUDGET=report $(BIN)/python -m pytest book -v \
-	    -n $(TEST_WORKERS) --dist loadscope
+	$(FOREIGN_NUMERICS) $(BIN)/python -m pytest book -v -n $(TEST_WORKERS) --dist loadscope
 
 # The spread of every trained claim over three seeds, the foreign and the AVX-512 numerics, into
-# book/claims.json (the status page's table; tests/test_claims.py checks it against the code).
+# book/claims.json (the status page's table; tools/tests/test_claims.py checks it against the
+# code). Any CPU: one without AVX-512 keeps that run while a notebook's code is unchanged.
 # NOTEBOOKS= limits it to some notebooks, e.g. make claims NOTEBOOKS=book/transformer.ipynb
 claims: $(STAMP)
 	$(BIN)/python -m tools.claims sweep $(NOTEBOOKS)
 
 # The browser test of the built site (site_test/): every page opened offline in headless
 # Chromium. Playwright drives Debian's chromium package and never downloads a browser; the CJK
-# font makes the glossary legible in the screenshots (_build/screenshots/).
+# font makes the glossary legible in the screenshots (_build/screenshots/). axe-core (inside the
+# axe-playwright-python wheel) checks every page of the book and of the student edition against
+# WCAG 2.1 A and AA, in light and dark mode; a keyboard walk checks a chapter's controls.
 SITE_TEST_DEBS := chromium fonts-wqy-zenhei
-site-test: site-test-debs $(STAMP) book
+site-test: site-test-debs $(STAMP) book student
 	$(BIN)/python -m pytest site_test -v
 
 # Checked before the book is built. Missing packages stop it with the command to run; only in
@@ -136,18 +141,25 @@ outputs: $(STAMP)
 	$(BIN)/python -m tools.notebooks execute $(NOTEBOOKS)
 	$(BIN)/python -m tools.instructor_guide
 
+# ruff's lint and format, and mypy over companion, tools and conftest.py (pyproject.toml).
 lint: $(STAMP)
 	$(BIN)/ruff check companion tests tools site_test conftest.py
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 clean:
 	rm -rf _build
 
-# Re-resolve the lock from pyproject.toml's loose ranges in a scratch venv (needs the network
-# to the package index). torch is held at the version the lock already names.
+# Re-resolve the lock from pyproject.toml's loose ranges with pip-tools' pip-compile (needs the
+# package index). Pins already in the lock stay unless a range excludes them (LOCK_ARGS=--upgrade
+# moves every one); torch stays at the lock's version. d2l is not in it: `setup` installs it
+# with --no-deps.
+LOCK_ARGS ?=
 lock:
 	rm -rf /tmp/companion-lock && $(PYTHON) -m venv /tmp/companion-lock
-	/tmp/companion-lock/bin/python -m pip install --quiet setuptools wheel \
-	    "torch==$$(sed -n 's/^torch==\([^+]*\).*/\1/p' requirements.lock)" -e ".[book,test]"
-	( echo "# Exact pins for the book, CI and make outputs. Regenerate with: make lock"; \
-	  /tmp/companion-lock/bin/python -m pip freeze --all --exclude-editable \
-	    | grep -v '^pip==' | sed 's/^torch==\([^+]*\)+.*/torch==\1/' ) > requirements.lock
+	/tmp/companion-lock/bin/python -m pip install --quiet pip-tools
+	grep '^torch==' requirements.lock > /tmp/companion-lock/torch.txt
+	CUSTOM_COMPILE_COMMAND="make lock" /tmp/companion-lock/bin/pip-compile --quiet \
+	    --extra book --extra test --strip-extras --annotation-style line \
+	    --allow-unsafe --no-emit-index-url --no-emit-find-links -c /tmp/companion-lock/torch.txt \
+	    $(LOCK_ARGS) -o requirements.lock pyproject.toml

@@ -16,7 +16,7 @@ CHECKERS = [name for name in companion.exercises.__all__ if name != "check"]
 
 # ----------------------------------------------------------------------------- the student's
 # function is not written yet, or crashes: each checker goes through core.run_student, and
-# tests/test_student.py runs every checker on a stub. One test per verdict here.
+# tools/tests/test_student.py runs every checker on a stub. One test per verdict here.
 
 
 def test_a_stub_that_raises_is_not_implemented_yet(capsys):

@@ -61,7 +61,7 @@ def test_actionlint_fails_on_a_broken_workflow(tmp_path):
 
 def test_ci_runs_ci_run_and_nothing_else_on_the_supported_pythons():
     """One CI definition: the workflow prepares the machine and calls .ci/run (on each supported
-    Python: tests/test_environment.py), so what CI checks is what `bash .ci/run` checks."""
+    Python: tools/tests/test_environment.py), so what CI checks is what `bash .ci/run` checks."""
     ci = workflow("ci.yml")
     assert {"push", "pull_request"} <= set(ci["on"])
     (job,) = ci["jobs"].values()

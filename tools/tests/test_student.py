@@ -36,7 +36,7 @@ from tools.student import (
 )
 from tools.toc import toc_notebooks
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = toc_notebooks(ROOT)
 STUB = "\n".join(CODE_STUB)
 

@@ -118,8 +118,8 @@ def _mistakes(checker: str) -> list:
 
 
 TYPICAL_MISTAKE = """\
-# A typical wrong answer, made by tests/test_nbgrader.py: {checker}'s own first typical mistake
-# ("{hint}") stands in for {function}.
+# A typical wrong answer, made by tools/tests/test_nbgrader.py: {checker}'s own first typical
+# mistake ("{hint}") stands in for {function}.
 import {module} as _checker_module
 from companion.exercises.core import named_like as _named_like
 

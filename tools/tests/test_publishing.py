@@ -57,8 +57,8 @@ def test_the_repository_url_is_written_only_in_config_and_the_generated_cells():
     assert files - notebooks == {"_config.yml"}
 
 
-def test_readme_documents_the_release_steps():
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Maintainers", 1)[1].split("\n## ", 1)[0]
+def test_contributing_documents_the_release_steps():
+    guide = (ROOT / "CONTRIBUTING.md").read_text()
+    section = guide.split("## Releases", 1)[1].split("\n## ", 1)[0]
     for step in ("_config.yml", "git tag v", "git push", "make outputs", "pyproject.toml"):
         assert step in section, f"the release steps do not mention {step}"
