@@ -259,7 +259,8 @@ def top_level_bullets(markdown: str) -> int:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_goals_and_summary_keep_to_the_chapter_rules(path: Path):
-    """CHAPTER.md: three to five learning goals up front, a summary of five bullets at most."""
+    """The chapter standard (CONTRIBUTING.md): three to five learning goals up front, a summary
+    of five bullets at most."""
     cells = nbformat.read(path, as_version=4).cells
     markdown = [cell.source for cell in cells if cell.cell_type == "markdown"]
     _, found, after = re.split(r"(?im)^(.*this chapter you can:\**)\s*$", markdown[0], maxsplit=1)

@@ -18,8 +18,8 @@ next-token loss and its held-out cross-entropy are that task's own
 except the tables of ``nn.Embedding`` and the gains of normalization layers; biases and other
 vectors keep ``weight_decay = 0``. So an embedding stored as an ``nn.Embedding`` (tokens, GPT's
 positions) is spared, and one stored as a plain ``nn.Parameter`` (ViT's ``cls_token`` and
-positions, BERT's positions) is decayed like a weight matrix. That difference is a known wart
-(review D-1): sparing those parameters too was tried, and it broke five of the pretraining
+positions, BERT's positions) is decayed like a weight matrix. That difference is a known wart:
+sparing those parameters too was tried, and it broke five of the pretraining
 chapter's fine-tuning claims on two of four runs (three seeds and another CPU's numerics), so
 the book keeps the rule its chapters were measured with. :func:`weight_decay_groups` applies it.
 
