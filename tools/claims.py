@@ -5,19 +5,18 @@ A cell tagged ``trained`` asserts the claims the prose makes about what it print
 how much room each bound leaves: it runs each such notebook under :data:`RUNS` (three seeds with
 the Makefile's pins, and seed 0 under two other kinds of float arithmetic), collects every claim's
 value from ``$COMPANION_CLAIMS_LOG``, and writes them to the record that the status page shows
-and ``tests/test_claims.py`` checks::
+and ``tools/tests/test_claims.py`` checks::
 
     python -m tools.claims sweep                   # every notebook with a trained cell
     python -m tools.claims sweep book/X.ipynb ...  # only these; the others' entries stay
     python -m tools.claims sweep --skip NAME ...   # as if this CPU could not do run NAME
     python -m tools.claims table                   # the record as a Markdown table
-    python -m tools.claims quotes                  # prose that quotes a trained cell's number
 
 **What a run describes.** Each run of a notebook is stamped with the fingerprint of what its
 results depend on (:func:`fingerprint`): the notebook's code cells, and companion's code and
 data files (docstrings and comments left out; the figures, exercises and benchmarks too, which
-train nothing). ``tests/test_claims.py`` fails when a run that any CPU can do no longer matches
-the code: then sweep again, on any machine.
+train nothing). ``tools/tests/test_claims.py`` fails when a run that any CPU can do no longer
+matches the code: then sweep again, on any machine.
 
 **Seeds.** A run with offset ``k`` shifts every seed the notebook sets (``torch.manual_seed``,
 ``random.seed``, ``numpy.random.seed``, and so ``companion.reproducible``) by ``1000 * k``, through
@@ -45,7 +44,6 @@ import ast
 import hashlib
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -124,7 +122,8 @@ def trained_notebooks(root: Path = ROOT) -> list[Path]:
 
 
 def is_diagram(cell) -> bool:
-    """A cell that only draws a schematic figure (``fig-diagram-...``, companion.figures.diagrams)."""
+    """A cell that only draws a schematic figure (``fig-diagram-...``, from
+    companion.figures.diagrams)."""
     figure = cell.metadata.get("mystnb", {}).get("figure", {})
     return str(figure.get("name", "")).startswith(DIAGRAM_PREFIX)
 
@@ -403,18 +402,6 @@ def markdown_table(record: dict) -> str:
     return "\n".join(lines)
 
 
-# A number as prose writes it: 0.93, 98.64, 88%, 12.5 %; and one as a cell prints it.
-PROSE_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?\s?%|\d+\.\d+)(?![\w.]*\d)")
-PRINTED_NUMBER = re.compile(r"(?<![\w.])-?(\d+(?:\.\d+)?)(\s?%)?")
-# Words that make a number a bound ("above 0.9"), which an assertion guarantees, not a quote.
-BOUND_WORDS = re.compile(
-    r"(above|below|over|under|at least|at most|more than|less than|fewer than|beyond|within"
-    r"|>|<|≥|≤)"
-    r"\s*(about\s*)?[$(]?$",
-    re.IGNORECASE,
-)
-
-
 def output_text(cell) -> str:
     """What a code cell printed: its streams and the text of its results."""
     parts = []
@@ -426,66 +413,6 @@ def output_text(cell) -> str:
     return "\n".join(parts)
 
 
-def printed_values(text: str, as_percent: bool = False) -> list[float]:
-    """Each number in ``text`` as a plain number (a percentage as its fraction), or, with
-    ``as_percent``, as a percentage (a fraction up to 1 times 100), for prose that writes ``%``."""
-    values = []
-    for digits, percent in PRINTED_NUMBER.findall(text):
-        value = float(digits)
-        if as_percent:
-            values += [value] if percent else ([value * 100] if value <= 1 else [])
-        else:
-            values += [value, value / 100] if percent else [value]
-    return values
-
-
-def significant_digits(digits: str) -> int:
-    return len(digits.replace(".", "").lstrip("0"))
-
-
-def quoted_trained_numbers(notebook) -> list[str]:
-    """Numbers that a markdown cell quotes as literals and a ``trained`` cell prints.
-
-    A prose number with at least two significant digits quotes a printed one when the printed
-    value, rounded to the prose's decimals, reads the same (``0.93`` quotes ``0.926``; ``88%``
-    quotes ``0.88``). Not counted: prose numbers that any code cell's source (sizes, rates) or
-    an exact cell prints, and bounds (``above 0.95``). Returns ``"cell N: '...0.93...'"`` lines.
-    """
-    code = " ".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
-    exact = " ".join(  # measured times (# NBVAL_IGNORE_OUTPUT) differ by machine: left out
-        output_text(cell)
-        for cell in notebook.cells
-        if cell.cell_type == "code"
-        and not is_trained(cell)
-        and not cell.source.startswith("# NBVAL_IGNORE_OUTPUT")
-    )
-    fixed = set(printed_values(code)) | set(printed_values(exact))
-    printed = " ".join(output_text(cell) for cell in notebook.cells if is_trained(cell))
-    trained = {
-        percent: [value for value in printed_values(printed, percent) if value not in fixed]
-        for percent in (False, True)
-    }
-    found = []
-    for index, cell in enumerate(notebook.cells):
-        if cell.cell_type != "markdown":
-            continue
-        for match in PROSE_NUMBER.finditer(cell.source):
-            token = match.group(1)
-            digits = token.rstrip("% ").strip()
-            if significant_digits(digits) < 2:
-                continue
-            if BOUND_WORDS.search(cell.source[max(0, match.start() - 20) : match.start()]):
-                continue
-            if float(digits) in fixed or float(digits) / 100 in fixed:
-                continue  # a size or rate the code sets, or an exact cell prints
-            decimals = len(digits.split(".")[1]) if "." in digits else 0
-            candidates = trained["%" in token]
-            if any(f"{value:.{decimals}f}" == digits for value in candidates):
-                context = cell.source[max(0, match.start() - 30) : match.end() + 10]
-                found.append(f"cell {index}: {' '.join(context.split())!r}")
-    return found
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.claims", description=__doc__)
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -493,8 +420,6 @@ def main(argv: list[str]) -> int:
     swept = commands.add_parser("sweep", help="measure the claims into book/claims.json")
     swept.add_argument("notebooks", nargs="*", type=Path, help="default: every trained one")
     swept.add_argument("--skip", action="append", default=[], metavar="RUN", help="a run to keep")
-    quotes = commands.add_parser("quotes", help="prose that quotes a trained cell's number")
-    quotes.add_argument("notebooks", nargs="*", type=Path, help="default: every notebook")
     commands.add_parser("table", help="the record as a Markdown table")
     one = commands.add_parser("_run")  # one run, in a child process with the run's environment
     one.add_argument("notebook", type=Path)
@@ -512,13 +437,6 @@ def main(argv: list[str]) -> int:
         held = sweep(paths, skip=args.skip)
         print(f"recorded in {CLAIMS_PATH}")
         return 0 if held else 1
-    if args.command == "quotes":  # markdown quoting trained numbers, as tests/test_claims.py finds
-        count = 0
-        for path in [path.resolve() for path in args.notebooks] or toc.toc_notebooks(ROOT):
-            for line in quoted_trained_numbers(nbformat.read(path, as_version=4)):
-                print(f"{path.relative_to(ROOT)}: {line}")
-                count += 1
-        return 1 if count else 0
     print(markdown_table(read_claims()))
     return 0
 

@@ -12,6 +12,7 @@ build checks the notebooks against; tools/record.py reads and writes it.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import os
 import sys
@@ -172,6 +173,42 @@ def place_setup_cell(notebook) -> None:
     first.metadata["tags"] = [SETUP_CELL_TAG]
 
 
+# A cell of claims (`companion.claim`) is the proof beside the reading path: it runs under nbval,
+# make claims and the device check, and a reader does not have to read it. make outputs folds it
+# on the site (a "show code" toggle), in Colab (a form with this title) and in JupyterLab.
+CLAIMS_TITLE = "#@title How this result is checked"
+CLAIMS_TAG = "hide-input"
+
+
+def _is_claim_statement(node: ast.stmt) -> bool:
+    """``claim(...)``, ``_ = claim(...)`` or ``from companion import claim``."""
+    if isinstance(node, ast.ImportFrom):
+        return [alias.name for alias in node.names] == ["claim"]
+    value = node.value if isinstance(node, ast.Expr | ast.Assign) else None
+    return isinstance(value, ast.Call) and getattr(value.func, "id", None) == "claim"
+
+
+def is_claims_cell(cell) -> bool:
+    """A code cell that holds nothing but ``claim(...)`` calls (and their import)."""
+    if cell.cell_type != "code" or "claim(" not in cell.source:
+        return False
+    try:
+        return all(map(_is_claim_statement, ast.parse(cell.source).body))
+    except SyntaxError:
+        return False
+
+
+def fold_claims_cell(cell) -> None:
+    """Fold a cell of claims everywhere a reader may open it: see :data:`CLAIMS_TITLE`."""
+    if not cell.source.startswith(CLAIMS_TITLE):
+        cell.source = f"{CLAIMS_TITLE}\n{cell.source}"
+    tags = cell.metadata.setdefault("tags", [])
+    if CLAIMS_TAG not in tags:
+        tags.append(CLAIMS_TAG)
+    cell.metadata["cellView"] = "form"  # Colab
+    cell.metadata.setdefault("jupyter", {})["source_hidden"] = True  # JupyterLab, Notebook 7
+
+
 def run_notebook(notebook, folder: Path, allow_errors: bool = False) -> None:
     """Execute ``notebook`` in place from a fresh kernel started in ``folder``, in this
     process's environment."""
@@ -193,6 +230,8 @@ def execute(path: Path) -> float:
     committed = nbformat.read(path, as_version=4)
     notebook = nbformat.read(path, as_version=4)
     place_setup_cell(notebook)
+    for cell in filter(is_claims_cell, notebook.cells):
+        fold_claims_cell(cell)
     start = time.perf_counter()
     run_notebook(notebook, path.parent)
     seconds = time.perf_counter() - start

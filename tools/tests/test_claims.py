@@ -94,38 +94,6 @@ def test_nbval_runs_a_trained_cell_without_comparing_it_and_fails_on_a_broken_cl
     assert "claim does not hold: small: 0.7 is not below 0.6" in result.stdout
 
 
-def test_a_quoted_trained_number_is_found_and_a_bound_is_not():
-    chapter = notebook(
-        nbformat.v4.new_code_cell("rate = 0.05\nprint(rate)"),
-        trained_cell("print(accuracy)", "accuracy 0.926, loss 1.2345, gap 12.5%\n"),
-        nbformat.v4.new_markdown_cell("It reaches 0.93 here, and 92.6% on long ones."),
-        nbformat.v4.new_markdown_cell("Always above 0.92, at a rate of 0.05 (not 0.0)."),
-        nbformat.v4.new_code_cell("sigma = 1.23"),
-        nbformat.v4.new_markdown_cell("The loss ends near 1.2345; sigma is 1.23; gap 0.125."),
-    )
-    found = sweep.quoted_trained_numbers(chapter)
-    assert [line.split(":")[0] for line in found] == ["cell 2", "cell 2", "cell 5", "cell 5"]
-    assert "0.93" in found[0] and "92.6%" in found[1]
-    assert "1.2345" in found[2] and "0.125" in found[3]  # sigma = 1.23 is the code's
-
-
-def test_a_fraction_is_a_quote_of_a_percentage_only_when_the_prose_writes_percent():
-    """A printed 0.063 is 6.3%, but not the 6.3 of 2π ≈ 6.3 (found on a foreign-CPU run)."""
-    chapter = notebook(
-        trained_cell("print(share)", "share 0.063\n"),
-        nbformat.v4.new_markdown_cell("A period of $2\\pi \\approx 6.3$ positions."),
-        nbformat.v4.new_markdown_cell("The share is 6.3% here."),
-    )
-    assert [line.split(":")[0] for line in sweep.quoted_trained_numbers(chapter)] == ["cell 2"]
-
-
-@pytest.mark.parametrize("name", sweep.toc.toc_notebooks(ROOT), ids=lambda path: path.stem)
-def test_no_markdown_quotes_a_number_a_trained_cell_prints(name):
-    """Prose states a trained result at the precision its claim guarantees ("above 0.95"), so
-    that another machine's run never contradicts it (`python -m tools.claims quotes`)."""
-    assert sweep.quoted_trained_numbers(nbformat.read(name, as_version=4)) == []
-
-
 def literal_claims(path) -> set[str]:
     """The statements of the claim(...) calls in a notebook's code whose text is a literal."""
     statements = set()
