@@ -655,12 +655,12 @@ def test_benchmark_prints_training_time_and_throughput_against_tiktoken(capsys):
         == 0
     )
     out = capsys.readouterr().out
-    assert "training to 300 tokens" in out
-    assert "encoding (identical ids)" in out
-    assert "| tiktoken |" in out and "| companion |" in out
-    assert "long words (one pre-token each, identical ids)" in out
-    assert '| "a" * 40000 |' in out and "| 40000 random letters |" in out
-    assert "training to 300 tokens on the text and 40,000 random letters" in out
+    assert "Training to 300 tokens:" in out
+    assert "Encoding the text (identical ids):" in out
+    assert "| tiktoken " in out and "| companion " in out
+    assert "Encoding words of 40,000 letters, each one pre-token (identical ids):" in out
+    assert '| "a" * 40000 ' in out and "| 40000 random letters " in out
+    assert "| the text and 40,000 random letters |" in out
 
 
 def test_the_corpus_files_ship_with_the_package():

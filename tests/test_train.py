@@ -142,6 +142,7 @@ def test_every_model_recipe_returns_the_one_result_the_benchmark_prints(monkeypa
     import typing
 
     from companion.bench import train as bench_train
+    from companion.bench.report import train_table
 
     assert set(bench_train.MODEL_RECIPES) == {"gpt", "llama", "bert", "vit"}
     for name, module in bench_train.MODEL_RECIPES.items():
@@ -151,7 +152,22 @@ def test_every_model_recipe_returns_the_one_result_the_benchmark_prints(monkeypa
     vit = importlib.import_module(bench_train.MODEL_RECIPES["vit"])
     monkeypatch.setattr(vit, "time_to_quality", lambda seed, device: measured)
     rows = bench_train.model_rows(["vit"], 0, torch.device("cpu"))
-    assert rows == [("vit", "digits", "ViT", "accuracy >= 0.9", "not reached", "3", "0.5000")]
+    assert rows == [
+        {
+            "name": "vit",
+            "kind": "model",
+            "task": "digits",
+            "model": "ViT",
+            "target": "accuracy >= 0.9",
+            "reached": False,
+            "seconds": 1.25,
+            "epochs": 3,
+            "score": 0.5,
+        }
+    ]
+    assert train_table({"rows": rows}).rows == [
+        ["vit", "digits", "ViT", "accuracy >= 0.9", "not reached", "3", "0.5000"]
+    ]
     with pytest.raises(dataclasses.FrozenInstanceError):
         measured.seconds = 0.0  # type: ignore[misc]
 

@@ -20,7 +20,10 @@
   one, two and four times the training length; writes ``companion/experiments/results/length.json``
   (:mod:`companion.bench.length`, over :mod:`companion.experiments.extrapolation`).
 
-They print measured numbers; no test times anything.
+They print measured numbers; no test times anything. ``attention``, ``train`` and ``tokenizer``
+write theirs as JSON with ``--output PATH`` (``make benchmarks`` writes them into
+``book/benchmarks/``), and :mod:`companion.bench.report` makes their tables and figures, both
+for what they print and for the book's page of benchmarks (sec-benchmarks).
 """
 
 from __future__ import annotations

@@ -43,8 +43,9 @@ Threads: ``torch.set_num_threads($COMPANION_NUM_THREADS, default 2)`` on the CPU
 :func:`companion.device.get_device`, so ``COMPANION_DEVICE=cuda`` runs on a GPU. Before the
 explicit path runs, the free memory is checked against an estimate of its peak; a length that
 would not fit is skipped and reported as such, instead of pushing the machine into swap or the
-OOM killer. Progress goes to stderr, the table to stdout. No test times anything: these are
-measurements to read, not assertions.
+OOM killer. Progress goes to stderr, the table to stdout (:mod:`companion.bench.report`), and
+``--output PATH`` writes the results as JSON, with the machine and versions that produced them.
+No test times anything: these are measurements to read, not assertions.
 """
 
 from __future__ import annotations
@@ -55,11 +56,20 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
+from typing import Any
 
 import torch
 from torch import nn
 
-from companion.bench.common import device_name, load_average, log
+from companion.bench.common import (
+    add_output,
+    load_average,
+    log,
+    run_lines,
+    run_record,
+    write_results,
+)
+from companion.bench.report import attention_report
 from companion.device import get_device
 from companion.layers.attention import MultiHeadAttention
 from companion.measure import memory_probe, run_in_fresh_process, synchronize, use_threads
@@ -230,61 +240,19 @@ def _attention_length(n: int) -> dict[str, dict]:
     return row
 
 
-def _cell(result: dict, key: str, fmt: str) -> str:
-    value = result.get(key)
-    if value is None:
-        return "n/a" if "skipped" not in result else "skipped"
-    text = format(value, fmt)
-    return text + "*" if key == "ms" and result.get("cold") else text
-
-
-def _ratio(a: dict, b: dict, key: str) -> float | None:
-    if a.get(key) is None or b.get(key) is None or b[key] <= 0:
-        return None
-    return a[key] / b[key]
-
-
-def _format_ratio(ratio: float | None) -> str:
-    return "n/a" if ratio is None else f"{ratio:.2f}"
-
-
-def _targets(table: dict[int, dict]) -> list[str]:
-    lines = []
-
-    def verdict(ok: bool | None) -> str:
-        return {True: "MET", False: "NOT MET", None: "NOT MEASURED"}[ok]
-
-    row = table.get(512)
-    ratio = _ratio(row["fused"], row["explicit"], "ms") if row else None
-    ok = None if ratio is None else ratio <= 1 / 3
-    lines.append(
-        f"fused time <= 1/3 of explicit at n=512: {verdict(ok)} "
-        f"(fused/explicit = {_format_ratio(ratio)})"
-    )
-
-    ratios = {n: _ratio(row["fused"], row["torch"], "ms") for n, row in table.items()}
-    measured = [r for r in ratios.values() if r is not None]
-    ok = None if not measured else all(r <= 1.05 for r in measured)
-    if ok and len(measured) < len(ratios):
-        ok = None
-    detail = ", ".join(f"n={n}: {_format_ratio(r)}" for n, r in ratios.items())
-    lines.append(
-        f"fused time <= 1.05 x torch.nn.MultiheadAttention at every length: {verdict(ok)} "
-        f"(fused/torch = {detail})"
-    )
-
-    row = table.get(4096)
-    ratio = _ratio(row["fused"], row["explicit"], "mib") if row else None
-    ok = None if ratio is None else ratio <= 1 / 4
-    lines.append(
-        f"fused peak memory <= 1/4 of explicit at n=4096: {verdict(ok)} "
-        f"(fused/explicit = {_format_ratio(ratio)})"
-    )
-    return lines
+def _rounded(result: dict) -> dict:
+    """One implementation's result as the file keeps it: times in s (6 decimals), ms and MiB."""
+    kept = dict(result)
+    if "times" in kept:
+        kept["times"] = [round(t, 6) for t in kept["times"]]
+    for key, digits in (("ms", 3), ("mib", 2)):
+        if kept.get(key) is not None:
+            kept[key] = round(kept[key], digits)
+    return kept
 
 
 def main(argv: Sequence[str]) -> int:
-    """``python -m companion.bench attention [--lengths N ...]``: print the table."""
+    """``python -m companion.bench attention [--lengths N ...] [--output PATH]``."""
     parser = argparse.ArgumentParser(
         prog="python -m companion.bench attention",
         description="Forward+backward time and peak memory of multi-head self-attention.",
@@ -297,6 +265,7 @@ def main(argv: Sequence[str]) -> int:
         metavar="N",
         help=f"sequence lengths (default: {' '.join(map(str, LENGTHS))})",
     )
+    add_output(parser)
     args = parser.parse_args(list(argv))
     if any(n < 1 for n in args.lengths):
         parser.error(f"--lengths must be positive; got {args.lengths}")
@@ -314,21 +283,6 @@ def main(argv: Sequence[str]) -> int:
     else:
         memory_method = "n/a on this platform"
 
-    header = [
-        "Multi-head self-attention, forward + backward, one training step",
-        f"batch {BATCH}, {HIDDENS} hidden, {HEADS} heads, float32, no bias, dropout 0, "
-        f"padding mask with valid_lens drawn per batch row",
-        f"device: {device.type} ({device_name(device)})"
-        + (f", {threads} threads" if threads else "")
-        + f", torch {torch.__version__}"
-        + (f", CPU capability {torch.backends.cpu.get_cpu_capability()}" if threads else ""),
-        "time: median ms of the timed runs after a warm-up; the same number of runs for each "
-        "implementation, interleaved",
-        f"peak memory: MiB, {memory_method}",
-        "explicit = companion need_weights=True; fused = companion default (SDPA); "
-        "torch = torch.nn.MultiheadAttention(batch_first=True, need_weights=False)",
-    ]
-
     table: dict[int, dict] = {}
     started, load_before = time.perf_counter(), load_average()
     for n in args.lengths:
@@ -336,59 +290,31 @@ def main(argv: Sequence[str]) -> int:
         table[n] = _attention_length(n)
     elapsed = time.perf_counter() - started
     log(f"[attention] done in {elapsed:.0f} s")
-    load_after = load_average()
-    busy = threads and any(load and load > threads for load in (load_before, load_after))
-    header.append(
-        f"took {elapsed:.0f} s; 1-minute load average {load_before} before, {load_after} after"
-        + (f": above {threads}, other processes shared the cores" if busy else "")
-    )
-
-    columns = (
-        ("n", 6),
-        ("explicit ms", 12),
-        ("fused ms", 10),
-        ("torch ms", 10),
-        ("explicit MiB", 13),
-        ("fused MiB", 10),
-        ("torch MiB", 10),
-        ("f/e time", 9),
-        ("f/t time", 9),
-        ("f/e mem", 8),
-        ("f/t mem", 8),
-        ("runs e/f/t", 11),
-    )
-    lines = [*header, ""]
-    lines.append(" ".join(title.rjust(width) for title, width in columns))
-    for n, row in table.items():
-        e, f, t = (row[name] for name in IMPLEMENTATIONS)
-        cells = [
-            str(n),
-            _cell(e, "ms", ".1f"),
-            _cell(f, "ms", ".1f"),
-            _cell(t, "ms", ".1f"),
-            _cell(e, "mib", ".1f"),
-            _cell(f, "mib", ".1f"),
-            _cell(t, "mib", ".1f"),
-            _format_ratio(_ratio(f, e, "ms")),
-            _format_ratio(_ratio(f, t, "ms")),
-            _format_ratio(_ratio(f, e, "mib")),
-            _format_ratio(_ratio(f, t, "mib")),
-            "/".join(str(r.get("runs", 0)) for r in (e, f, t)),
-        ]
-        lines.append(" ".join(cell.rjust(width) for cell, (_, width) in zip(cells, columns)))
-    skipped = [
-        f"  n={n} {name}: {result['skipped']}"
-        for n, row in table.items()
-        for name, result in row.items()
-        if "skipped" in result
+    results: dict[str, Any] = {
+        **run_record("attention", device, threads, load_before),
+        "seconds": round(elapsed, 1),
+        "settings": {
+            "batch": BATCH,
+            "hiddens": HIDDENS,
+            "heads": HEADS,
+            "dtype": "float32",
+            "lengths": list(args.lengths),
+            "memory": memory_method,
+            "cpu_capability": torch.backends.cpu.get_cpu_capability() if threads else None,
+        },
+        "lengths": {
+            str(n): {name: _rounded(result) for name, result in row.items()}
+            for n, row in table.items()
+        },
+    }
+    write_results(results, args.output, "attention")
+    lines = [
+        "Multi-head self-attention, forward + backward, one training step",
+        *run_lines(results, f"torch {torch.__version__}"),
+        "explicit = companion need_weights=True; fused = companion default (SDPA); "
+        "torch = torch.nn.MultiheadAttention(batch_first=True, need_weights=False)",
+        "",
+        attention_report(results).markdown(),
     ]
-    if skipped:
-        lines += ["", "skipped:", *skipped]
-    if any(row["explicit"].get("cold") for row in table.values()):
-        lines += [
-            "",
-            "* a single run without warm-up: one explicit step takes a minute or more here",
-        ]
-    lines += ["", "targets:", *(f"  {line}" for line in _targets(table))]
     print("\n".join(lines))
     return 0

@@ -62,13 +62,20 @@ def write_results(results: dict[str, Any], path: Path, benchmark: str) -> None:
         log(f"[{benchmark}] wrote {path}")
 
 
+def add_output(parser: argparse.ArgumentParser, default: Path = Path("-")) -> None:
+    """``--output PATH``: where :func:`write_results` writes the results (``-``: nowhere)."""
+    parser.add_argument(
+        "--output", type=Path, default=default, metavar="PATH", help="'-' writes no file"
+    )
+
+
 def results_parser(benchmark: str, description: str, *, output: Path) -> argparse.ArgumentParser:
     """The options of a benchmark that runs over seeds and writes a results file."""
     parser = argparse.ArgumentParser(
         prog=f"python -m companion.bench {benchmark}", description=description
     )
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--output", type=Path, default=output, help="'-' writes no file")
+    add_output(parser, output)
     return parser
 
 
@@ -88,7 +95,7 @@ def run_lines(results: dict[str, Any], details: str) -> list[str]:
     threads, load = results["threads"], results["load_average"]
     return [
         f"device: {results['device']} ({results['machine']})"
-        + (f", {threads} threads" if threads else "")
+        + (f", {threads} thread{'s' if threads > 1 else ''}" if threads else "")
         + f", {details}, {results['seconds']} s",
         f"1-minute load average {load['before']} before, {load['after']} after",
     ]

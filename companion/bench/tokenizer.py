@@ -17,7 +17,9 @@ report says how much of it is distinct).
   followed by the random run, shows what such a word costs training.
 
 tiktoken is a test dependency of the book, not a dependency of companion; without it only
-companion's numbers are printed. It prints measurements; no test times anything.
+companion's numbers are printed. The report goes to stdout (:mod:`companion.bench.report`);
+``--output PATH`` writes the results as JSON, with the machine and versions that produced them.
+It prints measurements; no test times anything.
 """
 
 from __future__ import annotations
@@ -25,17 +27,28 @@ from __future__ import annotations
 import argparse
 import functools
 import random
-import statistics
 import string
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
+
+import torch
 
 import companion
 from companion import corpus
-from companion.bench.common import load_average, log
-from companion.device import cpu_name
+from companion.bench.common import (
+    add_output,
+    load_average,
+    log,
+    run_lines,
+    run_record,
+    write_results,
+)
+from companion.bench.report import tokenizer_report
 from companion.tokenizer import Tokenizer
+
+DIFFER = "IDS DIFFER"
 
 
 def build_text(megabytes: float) -> tuple[str, int]:
@@ -72,6 +85,10 @@ def timed(fn: Callable[[], object], repeats: int) -> tuple[list[float], object]:
     return seconds, result
 
 
+def _rounded(seconds: list[float]) -> list[float]:
+    return [round(t, 6) for t in seconds]
+
+
 def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m companion.bench tokenizer",
@@ -81,27 +98,29 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--vocab-size", type=int, default=4096, help="tokens after training")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs (best and median)")
     parser.add_argument("--run-length", type=int, default=40_000, help="letters in a long word")
+    add_output(parser)
     args = parser.parse_args(list(argv))
     text, distinct = build_text(args.megabytes)
     size = len(text.encode("utf-8"))
-    load_before = load_average()
+    load_before, start = load_average(), time.perf_counter()
     log(f"[tokenizer] training to {args.vocab_size} tokens, {args.repeats} runs")
     train_s, tok = timed(lambda: Tokenizer.train(text, args.vocab_size), args.repeats)
     assert isinstance(tok, Tokenizer)
     log("[tokenizer] encoding with companion")
     encode_s, ids = timed(functools.partial(fresh_encode, tok, text), args.repeats)
-    rows = [("companion", min(encode_s))]
+    assert isinstance(ids, list)
+    encoders = {"companion": encode_s}
     runs = long_runs(args.run_length)
     log(f"[tokenizer] encoding two {args.run_length:,}-letter words with companion")
     run_s = {}
     for name, word in runs.items():
         run_s[name], run_ids = timed(functools.partial(fresh_encode, tok, word), args.repeats)
         assert isinstance(run_ids, list) and tok.decode(run_ids) == word
-    tiktoken_run_s: dict[str, float] = {}
+    tiktoken_run_s: dict[str, list[float]] = {}
     try:
         import tiktoken
     except ImportError:
-        same = "tiktoken is not installed"
+        agreement = "tiktoken is not installed"
     else:
         log("[tokenizer] encoding with tiktoken")
         enc = tiktoken.Encoding(
@@ -110,46 +129,52 @@ def main(argv: Sequence[str]) -> int:
             mergeable_ranks={token: i for i, token in enumerate(tok.vocab)},
             special_tokens={},
         )
-        enc_s, tik_ids = timed(lambda: enc.encode_ordinary(text), args.repeats)
-        rows.append(("tiktoken", min(enc_s)))
-        same = "identical ids" if tik_ids == ids else "IDS DIFFER"
+        encoders["tiktoken"], tik_ids = timed(lambda: enc.encode_ordinary(text), args.repeats)
+        agreement = "identical ids" if tik_ids == ids else DIFFER
         for name, word in runs.items():
             run_seconds, tik_run = timed(functools.partial(enc.encode_ordinary, word), args.repeats)
-            tiktoken_run_s[name] = min(run_seconds)
+            tiktoken_run_s[name] = run_seconds
             if tik_run != tok.encode(word):
-                same = "IDS DIFFER"
+                agreement = DIFFER
     log(f"[tokenizer] training on the text and a {args.run_length:,}-letter word")
     with_run = text + " " + runs[f"{args.run_length} random letters"]
     train_run_s, _ = timed(lambda: Tokenizer.train(with_run, args.vocab_size), args.repeats)
-    assert isinstance(ids, list)
-    print(
-        f"text: {size / 1e6:.2f} MB of UTF-8 ({distinct / 1e6:.2f} MB distinct: the book's prose, "
-        f"Chinese, code, numbers, companion's source); {len(ids):,} tokens, "
-        f"{size / len(ids):.2f} bytes per token"
-    )
-    print(f"cpu: {cpu_name()}; load average before: {load_before}, after: {load_average()}")
-    print(
-        f"training to {len(tok)} tokens: best {min(train_s):.2f} s, "
-        f"median {statistics.median(train_s):.2f} s of {args.repeats}"
-    )
-    print(f"encoding ({same}), best of {args.repeats}:")
-    print("| encoder | seconds | MB/s | tokens/s | x companion |")
-    print("| --- | ---: | ---: | ---: | ---: |")
-    for name, seconds in rows:
-        print(
-            f"| {name} | {seconds:.3f} | {size / 1e6 / seconds:.2f} | "
-            f"{len(ids) / seconds:,.0f} | {rows[0][1] / seconds:.1f} |"
-        )
-    print(f"long words (one pre-token each, {same}), best of {args.repeats}:")
-    print("| word | companion s | tiktoken s | companion / tiktoken |")
-    print("| --- | ---: | ---: | ---: |")
-    for name in runs:
-        mine, theirs = min(run_s[name]), tiktoken_run_s.get(name)
-        ratio = f"{mine / theirs:.0f}" if theirs else "-"
-        shown = f"{theirs:.4f}" if theirs else "-"
-        print(f"| {name} | {mine:.4f} | {shown} | {ratio} |")
-    print(
-        f"training to {args.vocab_size} tokens on the text and {args.run_length:,} random "
-        f"letters: best {min(train_run_s):.2f} s, median {statistics.median(train_run_s):.2f} s"
-    )
-    return 0 if same != "IDS DIFFER" else 1
+    results: dict[str, Any] = {
+        **run_record("tokenizer", torch.device("cpu"), 1, load_before),
+        "seconds": round(time.perf_counter() - start, 1),
+        "settings": {
+            "megabytes": args.megabytes,
+            "vocab_size": args.vocab_size,
+            "repeats": args.repeats,
+            "run_length": args.run_length,
+        },
+        "text": {
+            "contents": "the book's prose, Chinese, code, numbers, companion's source",
+            "bytes": size,
+            "distinct_bytes": distinct,
+            "tokens": len(ids),
+        },
+        "training": {"vocab_size": len(tok), "seconds": _rounded(train_s)},
+        "encoding": {
+            "agreement": agreement,
+            "encoders": {name: _rounded(seconds) for name, seconds in encoders.items()},
+        },
+        "long_words": [
+            {
+                "word": name,
+                "companion": _rounded(run_s[name]),
+                "tiktoken": _rounded(tiktoken_run_s[name]) if name in tiktoken_run_s else None,
+            }
+            for name in runs
+        ],
+        "training_with_long_word": _rounded(train_run_s),
+    }
+    write_results(results, args.output, "tokenizer")
+    lines = [
+        "Byte-level BPE: training, and encoding against tiktoken with the same merges",
+        *run_lines(results, f"{args.megabytes} MB of text, vocabulary {args.vocab_size}"),
+        "",
+        tokenizer_report(results).markdown(),
+    ]
+    print("\n".join(lines))
+    return 0 if agreement != DIFFER else 1

@@ -14,17 +14,30 @@ Llama-style model of the same size with the same recipe), the pretrained
 BERT fine-tunes to a stated accuracy and the ViT trains until its validation accuracy has
 been 0.95 three epochs in a row; each is then scored on its test split. Their
 seconds count training and evaluation after the data are built (BERT's include pretraining).
+
+The table goes to stdout (:mod:`companion.bench.report`); ``--output PATH`` writes the rows as
+JSON, with the machine and versions that produced them.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import time
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
-from companion.bench.common import device_name, load_average, log
+from companion.bench.common import (
+    add_output,
+    load_average,
+    log,
+    run_lines,
+    run_record,
+    write_results,
+)
+from companion.bench.report import train_report
 from companion.device import get_device
 from companion.experiments.recipes import RECIPES, TimeToQuality, run_recipe
 from companion.measure import use_threads
@@ -35,34 +48,46 @@ MODEL_RECIPES = {
 }
 
 
-def _table(titles: Sequence[str], rows: list[tuple[str, ...]]) -> list[str]:
-    widths = [max(len(t), *(len(r[i]) for r in rows)) for i, t in enumerate(titles)]
-    return [
-        "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip() for cells in (titles, *rows)
-    ]
-
-
-def model_rows(names: Sequence[str], seed: int, device: torch.device) -> list[tuple[str, ...]]:
+def model_rows(names: Sequence[str], seed: int, device: torch.device) -> list[dict[str, Any]]:
     """One row per model recipe: what it trains, its target, seconds and held-out score."""
-    rows: list[tuple[str, ...]] = []
+    rows: list[dict[str, Any]] = []
     for name in names:
         log(f"[train] {name}")
         result: TimeToQuality = importlib.import_module(MODEL_RECIPES[name]).time_to_quality(
             seed, device
         )
-        seconds = f"{result.seconds:.1f}" if result.reached else "not reached"
         rows.append(
-            (
-                name,
-                result.task,
-                result.model,
-                result.target,
-                seconds,
-                str(result.epochs),
-                f"{result.score:.4f}",
-            )
+            {
+                "name": name,
+                "kind": "model",
+                "task": result.task,
+                "model": result.model,
+                "target": result.target,
+                "reached": result.reached,
+                "seconds": round(result.seconds, 2),
+                "epochs": result.epochs,
+                "score": round(result.score, 5),
+            }
         )
     return rows
+
+
+def recipe_row(name: str, seed: int, device: torch.device) -> dict[str, Any]:
+    """Recipe ``name`` of :data:`RECIPES` trained to its target: the same fields as a model's."""
+    log(f"[train] {name}")
+    result = run_recipe(name, seed=seed, device=device)
+    recipe = result.recipe
+    return {
+        "name": name,
+        "kind": "recipe",
+        "task": recipe.task,
+        "model": f"{recipe.model} ({recipe.num_hiddens} wide, {recipe.num_layers} layers)",
+        "target": f"{recipe.metric} >= {recipe.target}",
+        "reached": result.reached_target,
+        "seconds": round(result.seconds, 2),
+        "epochs": result.history["epoch"][-1],
+        "score": round(result.test_scores[recipe.metric], 5),
+    }
 
 
 def main(argv: Sequence[str]) -> int:
@@ -75,44 +100,26 @@ def main(argv: Sequence[str]) -> int:
         "--models", nargs="*", default=list(MODEL_RECIPES), choices=list(MODEL_RECIPES)
     )
     parser.add_argument("--seed", type=int, default=0)
+    add_output(parser)
     args = parser.parse_args(list(argv))
 
     device = get_device()
     threads = use_threads(device)
-    load_before = load_average()
-    rows: list[tuple[str, ...]] = []
-    for name in args.recipes:
-        log(f"[train] {name}")
-        result = run_recipe(name, seed=args.seed, device=device)
-        recipe = result.recipe
-        rows.append(
-            (
-                name,
-                f"{recipe.task}",
-                f"{recipe.model} ({recipe.num_hiddens} wide, {recipe.num_layers} layers)",
-                f"{recipe.metric} >= {recipe.target}",
-                f"{result.seconds:.1f}" if result.reached_target else "not reached",
-                str(result.history["epoch"][-1]),
-                f"{result.test_scores[recipe.metric]:.4f}",
-            )
-        )
-    models = model_rows(args.models, args.seed, device)
+    load_before, start = load_average(), time.perf_counter()
+    rows = [recipe_row(name, args.seed, device) for name in args.recipes]
+    rows += model_rows(args.models, args.seed, device)
+    results: dict[str, Any] = {
+        **run_record("train", device, threads, load_before),
+        "seconds": round(time.perf_counter() - start, 1),
+        "settings": {"seed": args.seed, "recipes": args.recipes, "models": args.models},
+        "rows": rows,
+    }
+    write_results(results, args.output, "train")
     lines = [
         "Time to quality: training from scratch until the validation score reaches the target",
-        f"device: {device.type} ({device_name(device)})"
-        + (f", {threads} threads" if threads else "")
-        + f", torch {torch.__version__}, seed {args.seed}",
-        f"1-minute load average {load_before} before, {load_average()} after",
+        *run_lines(results, f"torch {torch.__version__}, seed {args.seed}"),
+        "",
+        train_report(results).markdown(),
     ]
-    titles = ("recipe", "task", "model", "target", "seconds", "epochs", "test score")
-    if rows:
-        lines += ["", *_table(titles, rows)]
-    if models:
-        lines += [
-            "",
-            "Transformers today (test score: the gap to the floor for gpt and llama, "
-            "else accuracy)",
-        ]
-        lines += _table(titles, models)
     print("\n".join(lines))
     return 0
