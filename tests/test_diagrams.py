@@ -12,7 +12,13 @@ from companion.figures import diagrams
 # Each diagram and labels a reader must find in it.
 EXPECTED = {
     "draw_attention_step": ["query $q$", "key $k_3$", "value $v_2$", "softmax over the keys"],
-    "draw_bahdanau_decoder": ["GRU", "$h_4$", "decoder state\n$s_{t-1}$ (query)"],
+    "draw_bahdanau_decoder": [
+        "GRU",
+        "$\\mathbf{h}_4$",
+        "$\\mathbf{s}_{t'-1}$\n(the query)",
+        "values",
+        "query of step $t'+1$",
+    ],
     "draw_multihead": ["attention\nhead 3", "concat", "$W_o$"],
     "draw_transformer": ["masked self-attention", "cross-attention", "keys, values"],
     "draw_norm_placement": ["post-norm: $\\mathrm{LN}(x + f(x))$", "residual"],

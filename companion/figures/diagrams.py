@@ -140,29 +140,72 @@ def draw_attention_step(weights: tuple[float, ...] = (0.1, 0.6, 0.3)) -> Figure:
 
 
 def draw_bahdanau_decoder() -> Figure:
-    """The Bahdanau decoder at step t (sec-bahdanau): the previous decoder state queries the
-    encoder's states; their weighted sum, the context, enters the GRU with the last token."""
-    fig, ax = _canvas(10, 6.2, (8, 5))
-    states = [_box(ax, 1.0 + 1.7 * i, 0.9, f"$h_{i + 1}$", "key", width=1.1) for i in range(4)]
-    ax.text(0.4, 0.1, "encoder states: the keys and the values", fontsize=9)
-    attention = _box(
-        ax, 3.5, 2.7, "attention weights\n$\\alpha_{t,i}$", "weight", width=2.4, height=0.9
+    """The Bahdanau decoder at step t' (sec-bahdanau): the previous decoder state s_{t'-1}
+    scores the encoder states h_t (the keys); the weights average the same h_t (the values)
+    into the context c_{t'}, which enters the GRU with the previous token's embedding; the new
+    state s_{t'} gives the logits and is the query of the next step."""
+    fig, ax = _canvas(12, 7.4, (8.4, 5.2))
+    states = [
+        _box(ax, 1.3 + 1.4 * t, 1.2, f"$\\mathbf{{h}}_{t + 1}$", "key", width=1.0) for t in range(4)
+    ]
+    ax.add_patch(
+        FancyBboxPatch(
+            (0.6, 0.7),
+            5.6,
+            1.0,
+            boxstyle="round,pad=0.08",
+            facecolor="none",
+            edgecolor=COLORS["value"],
+            linestyle="--",
+            linewidth=1.2,
+        )
+    )
+    ax.text(0.6, 0.15, "encoder states $\\mathbf{h}_t$: the keys and the values", fontsize=9)
+    weights = _box(
+        ax,
+        3.4,
+        3.2,
+        "weights $\\alpha_{t',t}$\n(softmax over $t$)",
+        "weight",
+        width=2.6,
+        height=0.9,
     )
     for state in states:
-        _arrow(ax, state.top, attention.bottom, color=COLORS["key"])
-    context = _box(ax, 3.5, 4.3, "context $c_t = \\sum_i \\alpha_{t,i} h_i$", "value", width=3.0)
-    _arrow(ax, attention.top, context.bottom, color=COLORS["weight"])
-    previous = _box(
-        ax, 8.2, 2.7, "decoder state\n$s_{t-1}$ (query)", "query", width=2.2, height=0.9
+        _arrow(ax, state.top, weights.bottom, color=COLORS["key"])
+    ax.text(1.55, 2.2, "keys", fontsize=8, color=COLORS["key"])
+    context = _box(
+        ax,
+        3.4,
+        5.1,
+        "context $\\mathbf{c}_{t'} = \\sum_t \\alpha_{t',t} \\mathbf{h}_t$",
+        "value",
+        width=3.4,
     )
-    _arrow(ax, previous.left, attention.right, color=COLORS["query"])
-    gru = _box(ax, 7.0, 4.3, "GRU", "layer", width=1.2)
+    _arrow(ax, weights.top, context.bottom, color=COLORS["weight"])
+    _arrow(ax, (0.5, 1.2), context.left, color=COLORS["value"], bend=-0.4)
+    ax.text(0.05, 3.4, "values", fontsize=8, color=COLORS["value"], rotation=90)
+    query = _box(ax, 7.8, 3.2, "$\\mathbf{s}_{t'-1}$\n(the query)", "query", width=1.9, height=0.9)
+    _arrow(ax, query.left, weights.right, color=COLORS["query"])
+    gru = _box(ax, 7.8, 5.1, "GRU", "layer", width=1.2)
     _arrow(ax, context.right, gru.left)
-    _arrow(ax, previous.top, gru.bottom, color=COLORS["query"])
-    token = _box(ax, 9.2, 4.3, "token $y_{t-1}$", "plain", width=1.4)
+    _arrow(ax, query.top, gru.bottom, color=COLORS["query"])
+    token = _box(ax, 10.1, 5.1, "$e(y_{t'-1})$", "plain", width=1.6)
     _arrow(ax, token.left, gru.right)
-    new_state = _box(ax, 7.0, 5.7, "new state $s_t$ → next token", "state", width=3.0)
+    new_state = _box(ax, 7.8, 6.7, "$\\mathbf{s}_{t'}$", "state", width=1.1)
     _arrow(ax, gru.top, new_state.bottom)
+    logits = _box(ax, 4.9, 6.7, "logits of $y_{t'}$", "plain", width=2.0)
+    _arrow(ax, new_state.left, logits.right)
+    # The recurrence: s_{t'} is the query of step t' + 1, drawn round the right-hand side.
+    corner = 11.4
+    ax.plot(
+        [new_state.right[0] + 0.05, corner, corner],
+        [new_state.y, new_state.y, query.y],
+        color="#333333",
+        linewidth=1.2,
+        linestyle="--",
+    )
+    _arrow(ax, (corner, query.y), query.right)
+    ax.text(corner + 0.15, 4.9, "query of step $t'+1$", fontsize=8, rotation=90, va="center")
     return fig
 
 
