@@ -226,3 +226,175 @@ def check_valid_lens(
             raise ValueError(f"valid_lens must be >= 0; got {low}")
         if high > num_keys:
             raise ValueError(f"valid_lens must be <= the number of {axis} ({num_keys}); got {high}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Plain arguments: the numbers, seeds, sequences and objects that the data, training, metrics
+# and figure functions take. A number of the wrong type or out of its range is a ValueError,
+# as check_positive makes it; an object of the wrong kind (a str where a list is meant, a
+# tensor where a tuple of tensors is) is a TypeError. Each message names the argument and
+# describes what it got.
+
+import math  # noqa: E402  (these checks alone need them: kept with them)
+import numbers  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
+
+
+def describe(value: object) -> str:
+    """What a message says a caller passed: ``the str 'cat'``, ``a torch.float32 tensor of
+    shape (2, 3)``, ``5 (int)``; a long repr is cut."""
+    if isinstance(value, torch.Tensor):
+        return f"a {value.dtype} tensor of shape {tuple(value.shape)}"
+    shape = getattr(value, "shape", None)
+    if type(value).__module__ == "numpy" and shape:
+        return f"a {getattr(value, 'dtype', '')} array of shape {tuple(shape)}"
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return f"the str {text}" if isinstance(value, str) else f"{text} ({type(value).__name__})"
+
+
+def _integer(value: object) -> int | None:
+    """``value`` as an ``int`` if it is an integer of any integer type (``int``, numpy's, a 0-d
+    integer tensor); ``None`` for anything else, bools and floats included."""
+    if isinstance(value, bool) or type(value).__name__ == "bool_":  # Python's or numpy's
+        return None
+    if isinstance(value, torch.Tensor):
+        integer_dtype = not (value.dtype.is_floating_point or value.dtype.is_complex)
+        is_integer = value.dim() == 0 and integer_dtype and value.dtype != torch.bool
+        return int(value) if is_integer else None
+    return int(value) if isinstance(value, numbers.Integral) else None
+
+
+def check_integer(
+    name: str, value: object, *, minimum: int | None = 1, maximum: int | None = None
+) -> int:
+    """``value`` as an ``int``, if it is an integer of any integer type (not a bool, not a
+    float) in ``[minimum, maximum]``, ``None`` for no bound; a ValueError naming ``name``
+    otherwise. By default: a positive integer."""
+    integer = _integer(value)
+    if (
+        integer is None
+        or (minimum is not None and integer < minimum)
+        or (maximum is not None and integer > maximum)
+    ):
+        if maximum is not None:
+            wanted = f"an integer in [{minimum}, {maximum}]"
+        elif minimum == 1:
+            wanted = "a positive integer"
+        else:
+            wanted = "an integer" + ("" if minimum is None else f" >= {minimum}")
+        raise ValueError(f"{name} must be {wanted}; got {value!r}")
+    return integer
+
+
+def check_seed(seed: object, name: str = "seed") -> int:
+    """A seed must be an integer: ``None`` would seed ``random.Random`` from the clock and a
+    str from its text, and both would draw other data without a word."""
+    return check_integer(name, seed, minimum=None)
+
+
+def check_number(
+    name: str,
+    value: object,
+    *,
+    above: float | None = None,
+    at_least: float | None = None,
+    below: float | None = None,
+    at_most: float | None = None,
+    what: str = "a number",
+    finite: bool = True,
+    note: str = "",
+) -> float:
+    """``value`` as a ``float``, if it is a real number (not a bool, a str or NaN; infinite
+    only with ``finite=False``) within the bounds given; a ValueError naming ``name``
+    otherwise, e.g. ``warmup must be a fraction in [0, 1); got 1.5``. ``note`` follows the
+    bounds in the message, in parentheses."""
+    number = None
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        number = float(value)
+    elif isinstance(value, torch.Tensor) and value.dim() == 0 and value.dtype.is_floating_point:
+        number = float(value)
+    if (
+        number is None
+        or math.isnan(number)
+        or (finite and math.isinf(number))
+        or (above is not None and not number > above)
+        or (at_least is not None and not number >= at_least)
+        or (below is not None and not number < below)
+        or (at_most is not None and not number <= at_most)
+    ):
+        low = above if above is not None else at_least
+        high = below if below is not None else at_most
+        if low is not None and high is not None:
+            left, right = "(" if above is not None else "[", ")" if below is not None else "]"
+            wanted = f"{what} in {left}{low:g}, {high:g}{right}"
+        else:
+            signs = ((">", above), (">=", at_least), ("<", below), ("<=", at_most))
+            wanted = " ".join([what, *(f"{s} {b:g}" for s, b in signs if b is not None)])
+        wanted += f" ({note})" if note else ""
+        raise ValueError(f"{name} must be {wanted}; got {value!r}")
+    return number
+
+
+def check_type(name: str, value: object, kind: type | tuple[type, ...], what: str) -> None:
+    """``value`` must be an instance of ``kind``, described to the reader as ``what`` (``"a
+    Vocab"``, ``"a random.Random such as random.Random(0)"``); a TypeError otherwise."""
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} must be {what}; got {describe(value)}")
+
+
+def check_callable(name: str, value: object, what: str) -> None:
+    """``value`` must be callable; ``what`` says what for. A TypeError otherwise."""
+    if not callable(value):
+        raise TypeError(f"{name} must be {what}; got {describe(value)}")
+
+
+def check_sequence(name: str, value: object, what: str) -> None:
+    """``value`` must be a list, a tuple or another sequence, but not a str (whose items are
+    its characters), bytes or a tensor; a TypeError otherwise."""
+    if isinstance(value, (str, bytes, torch.Tensor)) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be {what}; got {describe(value)}")
+
+
+def check_tokens(name: str, tokens: object, *, text: bool = False) -> None:
+    """One sentence: a list (or tuple) of str tokens or, with ``text``, a space-separated str.
+    A list of sentences in its place would be read as one sentence of odd tokens."""
+    if text and isinstance(tokens, str):
+        return
+    what = "one sentence, a list of str tokens" + (" or a space-separated str" if text else "")
+    check_sequence(name, tokens, what)
+    items: Sequence[object] = tokens  # type: ignore[assignment]  # checked just above
+    for i, token in enumerate(items):
+        if not isinstance(token, str):
+            raise TypeError(f"{name}[{i}] is {describe(token)}: {name} must be {what}")
+
+
+def check_sentences(name: str, sentences: object, *, text: bool = False) -> None:
+    """A list of sentences, each a list of str tokens or, with ``text``, a space-separated str.
+    A str in place of the list, or of one sentence, would be read character by character."""
+    each = "a list of str tokens" + (" or a space-separated str" if text else "")
+    check_sequence(name, sentences, f"a list of sentences, each {each}")
+    items: Sequence[object] = sentences  # type: ignore[assignment]  # checked just above
+    for i, sentence in enumerate(items):
+        if isinstance(sentence, str) and not text:
+            raise TypeError(
+                f"{name}[{i}] is {describe(sentence)}: each sentence must be a list of words "
+                "(sentence.split()), and one sentence alone goes in a list, [words]"
+            )
+        check_tokens(f"{name}[{i}]", sentence, text=text)
+
+
+def check_device(device: object, name: str = "device") -> torch.device | None:
+    """``None``, a ``torch.device`` or a device's name such as ``"cpu"``: returned as a
+    ``torch.device`` (or ``None``)."""
+    if device is None or isinstance(device, torch.device):
+        return device
+    if not isinstance(device, str):
+        raise TypeError(
+            f"{name} must be a torch.device, a name such as 'cpu' or 'cuda', or None; "
+            f"got {describe(device)}"
+        )
+    try:
+        return torch.device(device)
+    except RuntimeError as error:
+        raise ValueError(f"{name}={device!r} is not a device: {error}") from None
