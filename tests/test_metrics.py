@@ -46,7 +46,7 @@ def test_bleu_edge_cases():
     assert bleu(["a"], []) == 0.0
     # Tokens holding spaces are n-grams of their own, not joined into other tokens' n-grams.
     assert bleu(["a b", "c"], ["a", "b c"]) == 0.0
-    with pytest.raises(ValueError, match="k must be positive; got 0"):
+    with pytest.raises(ValueError, match="k must be a positive integer; got 0"):
         bleu("a", "a", k=0)
 
 
@@ -153,5 +153,5 @@ def test_standard_corpus_bleu_edge_cases():
     assert standard_corpus_bleu(["a b c"], ["a b c"]) == 0.0  # no 4-gram: order 4 has no match
     assert standard_corpus_bleu(["a b c"], ["a b c"], k=3) == 1.0
     assert standard_corpus_bleu([""], ["a b"]) == 0.0  # an empty prediction: nothing to match
-    with pytest.raises(ValueError, match="k must be positive"):
+    with pytest.raises(ValueError, match="k must be a positive integer"):
         standard_corpus_bleu(["a"], ["a"], k=0)

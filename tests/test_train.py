@@ -8,6 +8,7 @@ import sys
 import types
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pytest
 import torch
 
@@ -325,3 +326,27 @@ def test_a_warm_up_of_one_step_or_less_trains(num_steps, monkeypatch):
         device=torch.device("cpu"),
     )
     assert history["epoch"] == [1] and math.isfinite(history["loss"][0])
+
+
+def test_fit_takes_integers_of_any_type_no_clipping_and_a_diverged_metric(monkeypatch):
+    """numpy integers count as ints, ``grad_clip=math.inf`` clips nothing, and a metric that is
+    nan (a diverged run) is recorded, not refused."""
+    monkeypatch.setenv("COMPANION_PROGRESS", "off")
+    data = [(torch.randn(4, 3), torch.randn(4, 1)) for _ in range(3)]
+
+    def train(**options):
+        torch.manual_seed(0)
+        return fit(
+            torch.nn.Linear(3, 1),
+            lambda: iter(data),
+            lambda m, batch: torch.nn.functional.mse_loss(m(batch[0]), batch[1]),
+            evaluate=lambda m: {"val": math.nan},
+            device="cpu",
+            **options,
+        )
+
+    plain = train(num_epochs=2, grad_clip=1e9)
+    numpy = train(num_epochs=np.int64(2), grad_clip=math.inf)
+    assert numpy["epoch"] == plain["epoch"] == [1, 2]
+    assert numpy["loss"] == plain["loss"]
+    assert all(math.isnan(v) for v in numpy["val"])

@@ -41,6 +41,8 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
+from companion._validate import check_integer, check_sentences, check_tokens
+
 Tokens = str | Sequence[str]  # a space-separated string, as d2l takes, or a list of tokens
 
 
@@ -52,12 +54,12 @@ def _as_tokens(sequence: Tokens) -> list[str]:
 def bleu(pred_tokens: Tokens, label_tokens: Tokens, k: int = 4) -> float:
     """d2l's sentence BLEU of one prediction against one label, in [0, 1].
 
-    Takes token lists or space-separated strings (then it returns exactly ``d2l.bleu``).
-    An empty prediction scores 0 (d2l would divide by zero). See the module docstring for how
-    this relates to sacrebleu.
+    Takes one sentence each, a list of str tokens or a space-separated str (then it returns
+    exactly ``d2l.bleu``), and ``k``, the highest n-gram order, a positive integer. An empty
+    prediction scores 0 (d2l would divide by zero). See the module docstring for how this
+    relates to sacrebleu.
     """
-    if k <= 0:
-        raise ValueError(f"k must be positive; got {k}")
+    _check_sentence_pair(pred_tokens, label_tokens, k)
     pred_tokens, label_tokens = _as_tokens(pred_tokens), _as_tokens(label_tokens)
     len_pred, len_label = len(pred_tokens), len(label_tokens)
     if len_pred == 0:
@@ -75,7 +77,18 @@ def bleu(pred_tokens: Tokens, label_tokens: Tokens, k: int = 4) -> float:
     return score
 
 
-def _check_same_length(predictions: Sequence, references: Sequence) -> None:
+def _check_sentence_pair(pred_tokens: object, label_tokens: object, k: object) -> None:
+    check_tokens("pred_tokens", pred_tokens, text=True)
+    check_tokens("label_tokens", label_tokens, text=True)
+    check_integer("k", k)
+
+
+def _check_corpora(predictions: Sequence, references: Sequence, k: object = 1) -> None:
+    """Two lists of sentences (each a str or a list of str tokens) of one non-zero length, and
+    ``k``, the highest n-gram order, a positive integer."""
+    check_sentences("predictions", predictions, text=True)
+    check_sentences("references", references, text=True)
+    check_integer("k", k)
     if len(predictions) != len(references):
         raise ValueError(
             f"predictions and references must have the same length; got "
@@ -89,10 +102,11 @@ def corpus_bleu(predictions: Sequence[Tokens], references: Sequence[Tokens], k: 
     """The mean of :func:`bleu`, d2l's sentence-level BLEU, over sentence pairs, in [0, 1]:
     companion's own aggregation (d2l scores single sentences only).
 
-    This is not the standard corpus BLEU (sacrebleu's), which pools n-gram counts over the
-    corpus before combining them; see the module docstring.
+    ``predictions`` and ``references`` are lists of one length, of sentences as :func:`bleu`
+    takes them. This is not the standard corpus BLEU (sacrebleu's), which pools n-gram counts
+    over the corpus before combining them; see the module docstring.
     """
-    _check_same_length(predictions, references)
+    _check_corpora(predictions, references, k)
     return sum(bleu(p, r, k) for p, r in zip(predictions, references)) / len(predictions)
 
 
@@ -111,11 +125,10 @@ def standard_corpus_bleu(
 
         bleu = exp(min(0, 1 - ref_len / pred_len)) * exp(sum_{n=1..k} log(m_n / t_n) / k)
 
-    It is 0 if some order has no match at all. One reference per prediction.
+    It is 0 if some order has no match at all. One reference per prediction; the sentences as
+    :func:`corpus_bleu` takes them.
     """
-    _check_same_length(predictions, references)
-    if k <= 0:
-        raise ValueError(f"k must be positive; got {k}")
+    _check_corpora(predictions, references, k)
     matches, totals = [0] * k, [0] * k  # summed over the corpus
     pred_len = ref_len = 0
     for prediction, reference in zip(predictions, references):
@@ -131,7 +144,8 @@ def standard_corpus_bleu(
 
 
 def exact_match(predictions: Sequence[Tokens], references: Sequence[Tokens]) -> float:
-    """The fraction of predictions identical to their reference token for token, in [0, 1]."""
-    _check_same_length(predictions, references)
+    """The fraction of predictions identical to their reference token for token, in [0, 1]:
+    two lists of one length, of sentences each a list of str tokens or a space-separated str."""
+    _check_corpora(predictions, references)
     hits = sum(_as_tokens(p) == _as_tokens(r) for p, r in zip(predictions, references))
     return hits / len(predictions)

@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from companion._validate import check_integer, check_seed, check_type, describe
 from companion.data.tasks.pretraining import (
     BERTArrays,
 )
@@ -39,8 +40,9 @@ MAX_LEN = 14  # the longest input: a sentence of 12 words, <cls> and <sep>
 
 
 def bert_model(vocab_size: int, seed: int, **sizes: Any) -> BERTModel:
-    """The chapter's BERT, initialised on the CPU from ``seed``: width 64, 4 heads, one block,
-    FFN 128, no dropout (the sizes may be overridden by keyword)."""
+    """The chapter's BERT, initialised on the CPU from ``seed`` (an integer): width 64, 4 heads,
+    one block, FFN 128, no dropout (the sizes may be overridden by keyword)."""
+    check_seed(seed)
     options: dict[str, Any] = dict(
         num_hiddens=64,
         ffn_num_hiddens=128,
@@ -74,7 +76,24 @@ def mlm_batches(
 ) -> Iterator[Batch]:
     """One epoch of masked-LM batches ``(tokens, segments, valid_lens, pred_positions, labels,
     weights)``: sentences of similar length together, the batches in random order, each batch
-    masked with a fresh draw from ``generator``."""
+    masked with a fresh draw from ``generator`` (a ``torch.Generator``). ``arrays`` are
+    :class:`BERTArrays`, ``vocab`` their :class:`Vocab`, ``batch_size`` a positive integer;
+    :func:`companion.models.bert.mask_tokens` checks ``mask_prob`` and ``rule``."""
+    check_type("arrays", arrays, BERTArrays, "BERTArrays, as bert_arrays makes them")
+    check_type("vocab", vocab, Vocab, "a Vocab, such as bert_vocab()")
+    batch_size = check_integer("batch_size", batch_size)
+    check_type("generator", generator, torch.Generator, "a torch.Generator().manual_seed(seed)")
+    return _mlm_batches(arrays, vocab, batch_size, generator, mask_prob, rule)
+
+
+def _mlm_batches(
+    arrays: BERTArrays,
+    vocab: Vocab,
+    batch_size: int,
+    generator: torch.Generator,
+    mask_prob: float,
+    rule: Sequence[float],
+) -> Iterator[Batch]:
     order = torch.randperm(len(arrays.tokens), generator=generator)
     order = order[arrays.valid_lens[order].argsort(stable=True)]  # by length, ties shuffled
     chunks = order.split(batch_size)
@@ -115,8 +134,10 @@ def pretrain(
     device: torch.device | None = None,
     **options: Any,
 ) -> dict[str, list[Any]]:
-    """Train ``model`` by masked language modelling on ``arrays``; returns :func:`fit`'s
+    """Train ``model`` by masked language modelling on ``arrays`` (as :func:`mlm_batches` takes
+    them, masked with a generator seeded with ``seed``, an integer); returns :func:`fit`'s
     history. ``options`` go to :func:`fit` (``evaluate``, ``stop_when`` ...)."""
+    check_seed(seed)
     generator = torch.Generator().manual_seed(seed)
 
     def epoch() -> Iterator[Batch]:
@@ -146,13 +167,16 @@ def fine_tune(
 ) -> tuple[BERTClassifier, dict[str, list[Any]]]:
     """A :class:`BERTClassifier` on a *copy* of ``bert``, trained on ``arrays`` and ``labels``
     for at least ``num_steps`` steps (whole epochs of ``batch_size`` examples, in an order drawn
-    from ``seed``, as is the new output layer). Returns the classifier and :func:`fit`'s
-    history; ``options`` go to :func:`fit`."""
-    if len(labels) != len(arrays.tokens):
-        raise ValueError(
-            f"labels and arrays must have the same number of rows; got {len(labels)} and "
-            f"{len(arrays.tokens)}"
-        )
+    from ``seed``, an integer, as is the new output layer). ``arrays`` are non-empty
+    :class:`BERTArrays` and ``labels`` their integer classes ``(num_examples,)``; ``num_steps``
+    and ``batch_size`` are positive integers. Returns the classifier and :func:`fit`'s history;
+    ``options`` go to :func:`fit`."""
+    check_type("bert", bert, BERTModel, "a BERTModel, such as bert_model(len(vocab), seed)")
+    check_type("arrays", arrays, BERTArrays, "BERTArrays, as bert_arrays makes them")
+    _check_labels(arrays, labels, to_train=True)
+    check_integer("num_steps", num_steps)
+    check_integer("batch_size", batch_size)
+    check_seed(seed)
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         classifier = BERTClassifier(copy.deepcopy(bert).cpu(), pooling=pooling)
@@ -176,6 +200,25 @@ def fine_tune(
     return classifier, history
 
 
+def _check_labels(arrays: Sequence[torch.Tensor], labels: object, *, to_train: bool) -> None:
+    """``labels``: a 1-D tensor with a class for each row of ``arrays``, at least one; integers
+    ``to_train`` on (cross-entropy reads float targets as probabilities)."""
+    dtype = labels.dtype if isinstance(labels, torch.Tensor) else None
+    not_integers = dtype is not None and (
+        dtype.is_floating_point or dtype.is_complex or dtype == torch.bool
+    )
+    if not isinstance(labels, torch.Tensor) or labels.dim() != 1 or (to_train and not_integers):
+        kind = "integer classes" if to_train else "classes"
+        raise TypeError(f"labels must be a 1-D tensor of {kind}; got {describe(labels)}")
+    if len(labels) != len(arrays[0]):
+        raise ValueError(
+            f"labels and arrays must have the same number of rows; got {len(labels)} and "
+            f"{len(arrays[0])}"
+        )
+    if len(labels) == 0:
+        raise ValueError("labels and arrays hold no example")
+
+
 @torch.no_grad()
 def accuracy(
     classifier: nn.Module,
@@ -183,8 +226,11 @@ def accuracy(
     labels: torch.Tensor,
     device: torch.device | None = None,
 ) -> float:
-    """The fraction of ``labels`` the classifier predicts, in evaluation mode (then back in
-    the mode it had)."""
+    """The fraction of ``labels`` (a 1-D integer tensor, one class per row of ``arrays``) the
+    classifier predicts, in evaluation mode (then back in the mode it had)."""
+    check_type("classifier", classifier, nn.Module, "a torch.nn.Module")
+    check_type("arrays", arrays, tuple, "BERTArrays, as bert_arrays makes them")
+    _check_labels(arrays, labels, to_train=False)
     device = device or next(classifier.parameters()).device
     with eval_mode(classifier):
         logits = classifier(*(t.to(device) for t in arrays))  # (num_examples, num_classes)

@@ -31,6 +31,7 @@ per evaluation to stderr. ``COMPANION_PROGRESS=off`` (set by ``make test`` and
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import sys
 import time
@@ -41,7 +42,14 @@ import torch
 from torch import nn
 from torch.nn.parameter import UninitializedParameter
 
-from companion._validate import check_positive
+from companion._validate import (
+    check_callable,
+    check_device,
+    check_integer,
+    check_number,
+    check_type,
+    describe,
+)
 from companion.device import get_device
 from companion.layers.losses import sequence_loss
 
@@ -77,7 +85,10 @@ SPARED_LAYERS = (nn.Embedding, nn.LayerNorm, nn.BatchNorm1d, nn.BatchNorm2d, nn.
 
 def weight_decay_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
     """AdamW parameter groups by the weight-decay rule of the module docstring: parameters of
-    two or more dimensions outside :data:`SPARED_LAYERS` with ``weight_decay``, all others 0."""
+    two or more dimensions outside :data:`SPARED_LAYERS` with ``weight_decay`` (a number >= 0),
+    all others 0."""
+    check_type("model", model, nn.Module, "a torch.nn.Module")
+    check_number("weight_decay", weight_decay, at_least=0)
     decay: list[nn.Parameter] = []
     no_decay: list[nn.Parameter] = []
     for module in model.modules():
@@ -90,6 +101,93 @@ def weight_decay_groups(model: nn.Module, weight_decay: float) -> list[dict[str,
         {"params": decay, "weight_decay": weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
+
+
+HISTORY_COLUMNS = ("epoch", "loss", "lr", "seconds")  # fit's own columns, before the metrics
+
+
+def _check_fit_arguments(
+    model: object,
+    batches: object,
+    loss_fn: object,
+    evaluate: object,
+    stop_when: object,
+    **numbers: object,
+) -> tuple[int, int]:
+    """What :func:`fit` takes, checked before anything trains; returns ``num_epochs`` and
+    ``eval_every`` as ints (numpy's integers are accepted, torch's scheduler takes ints)."""
+    check_type("model", model, nn.Module, "a torch.nn.Module (a model, not its class)")
+    check_callable(
+        "batches",
+        batches,
+        "a function that returns one epoch of batches, such as "
+        "lambda: companion.batches(arrays, 64)",
+    )
+    check_callable("loss_fn", loss_fn, "a function loss_fn(model, batch) returning the loss")
+    for name, function in (("evaluate", evaluate), ("stop_when", stop_when)):
+        if function is not None:
+            check_callable(name, function, "a function of the model's metrics, or None")
+    if stop_when is not None and evaluate is None:
+        raise ValueError("stop_when needs evaluate: it is asked about the metrics evaluate returns")
+    check_number("lr", numbers["lr"], above=0)
+    check_number("warmup", numbers["warmup"], at_least=0, below=1, what="a fraction")
+    check_number("weight_decay", numbers["weight_decay"], at_least=0)
+    check_number(
+        "grad_clip",
+        numbers["grad_clip"],
+        above=0,
+        finite=False,
+        note="the largest gradient norm; math.inf for no clipping",
+    )
+    return check_integer("num_epochs", numbers["num_epochs"]), check_integer(
+        "eval_every", numbers["eval_every"]
+    )
+
+
+def _check_batch(batch: object) -> None:
+    """A batch of ``batches()`` must be a tuple (or list) of tensors with at least one row."""
+    if not isinstance(batch, (tuple, list)) or not all(isinstance(t, torch.Tensor) for t in batch):
+        lone = ": wrap a lone tensor as (X,)" if isinstance(batch, torch.Tensor) else ""
+        raise TypeError(
+            "batches() must yield tuples of tensors such as (inputs, labels); it yielded "
+            f"{describe(batch)}{lone}"
+        )
+    if batch and batch[0].dim() and len(batch[0]) == 0:
+        raise ValueError(f"batches() yielded an empty batch: {describe(batch[0])}")
+
+
+def _check_loss(loss: object) -> None:
+    """``loss_fn`` must return one number to minimise, a 0-d tensor that carries gradients."""
+    if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+        raise ValueError(
+            "loss_fn must return the loss as a 0-d tensor (the mean over the batch); "
+            f"got {describe(loss)}"
+        )
+    if not loss.requires_grad:
+        raise ValueError(
+            "loss_fn returned a loss that carries no gradient: was it computed under "
+            "torch.no_grad(), from .item() or .detach() values, or by a frozen model?"
+        )
+
+
+def _check_metrics(metrics: object) -> None:
+    """``evaluate`` must return a dict of numbers whose names are not the history's own."""
+    if not isinstance(metrics, dict):
+        raise TypeError(
+            f"evaluate must return a dict of metrics such as {{'accuracy': 0.9}}; got "
+            f"{describe(metrics)}"
+        )
+    for name, value in metrics.items():
+        if name in HISTORY_COLUMNS:
+            raise ValueError(
+                f"evaluate returned a metric named {name!r}, a column fit's history has "
+                f"already ({', '.join(HISTORY_COLUMNS)}): call it, e.g., 'val_{name}'"
+            )
+        one_number = isinstance(value, numbers.Real) or (
+            isinstance(value, torch.Tensor) and value.dim() == 0
+        )
+        if not one_number:  # nan is a number: a diverged run's metric is kept, not refused
+            raise TypeError(f"evaluate's metric {name!r} must be a number; got {describe(value)}")
 
 
 def _materialize_lazy(model: nn.Module, loss_fn: LossFn, batch: Batch) -> None:
@@ -127,14 +225,30 @@ def fit(
     ``evaluate(model)`` returns held-out metrics; training stops early once
     ``stop_when(metrics)`` is true.
 
+    Takes: a ``model`` (an ``nn.Module``); ``batches``, a function; ``loss_fn(model, batch)``
+    returning a 0-d tensor; positive integers ``num_epochs`` and ``eval_every``; ``lr > 0``,
+    ``warmup`` in [0, 1), ``weight_decay >= 0``, ``grad_clip > 0`` (``math.inf``: no clipping);
+    ``evaluate(model)`` returning a dict of numbers, and ``stop_when`` only with ``evaluate``;
+    ``device`` a ``torch.device``, its name, or ``None`` for :func:`get_device`'s.
+
     Returns the history as lists, keys in a fixed order: ``epoch``, ``loss`` (mean training loss
     of the epoch), ``lr`` (at the end of the epoch), ``seconds`` (since the start), then one list
     per metric in the order ``evaluate`` returns them (``nan`` at epochs not evaluated).
     """
-    check_positive(num_epochs=num_epochs, eval_every=eval_every)
-    if not 0 <= warmup < 1:
-        raise ValueError(f"warmup must be a fraction in [0, 1); got {warmup}")
-    device = device or get_device()
+    num_epochs, eval_every = _check_fit_arguments(
+        model,
+        batches,
+        loss_fn,
+        evaluate,
+        stop_when,
+        num_epochs=num_epochs,
+        eval_every=eval_every,
+        lr=lr,
+        warmup=warmup,
+        weight_decay=weight_decay,
+        grad_clip=grad_clip,
+    )
+    device = check_device(device) or get_device()
     model.to(device)
     # The first epoch is drawn once and kept: calling batches() again just to count the steps
     # would use up a shuffle of its generator, and every later epoch would see other batches.
@@ -144,6 +258,7 @@ def fit(
         raise ValueError("batches() yielded no batch: is the training set empty?")
 
     def on_device(batch: Batch) -> Batch:
+        _check_batch(batch)
         return tuple(t.to(device) for t in batch)
 
     _materialize_lazy(model, loss_fn, on_device(first_epoch[0]))
@@ -162,6 +277,7 @@ def fit(
         total = torch.zeros((), device=device)  # summed on the device: no sync per step
         for batch in first_epoch if epoch == 1 else batches():
             loss = loss_fn(model, on_device(batch))
+            _check_loss(loss)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
@@ -176,6 +292,7 @@ def fit(
             model.eval()
             with torch.no_grad():
                 metrics = evaluate(model)
+            _check_metrics(metrics)
         for name in metrics:  # a new metric gets its column, nan at earlier epochs
             history.setdefault(name, [math.nan] * (epoch - 1))
         for name in list(history)[4:]:  # the metric columns, in their order of first appearance
@@ -202,9 +319,17 @@ def train_seq2seq(
 ) -> dict[str, list[Any]]:
     """Train an encoder-decoder ``model(src, tgt_input, src_valid_len) -> logits`` with teacher
     forcing: :func:`fit` with :func:`sequence_loss` on ``(src, tgt_input, src_valid_len, label)``
-    batches. ``options`` are :func:`fit`'s (``num_epochs``, ``lr``, ``evaluate`` ...)."""
+    batches. ``pad_index`` is an integer >= 0, ``label_smoothing`` a fraction in [0, 1).
+    ``options`` are :func:`fit`'s (``num_epochs``, ``lr``, ``evaluate`` ...)."""
+    pad_index = check_integer("pad_index", pad_index, minimum=0)
+    check_number("label_smoothing", label_smoothing, at_least=0, below=1, what="a fraction")
 
     def loss_fn(model: nn.Module, batch: Batch) -> torch.Tensor:
+        if len(batch) != 4:
+            raise ValueError(
+                "train_seq2seq's batches must be (src, tgt_input, src_valid_len, label), as "
+                f"build_arrays makes them; got a batch of {len(batch)} tensors"
+            )
         src, tgt_input, src_valid_len, label = batch
         logits = model(src, tgt_input, src_valid_len)  # (batch, steps, vocab)
         return sequence_loss(logits, label, pad_index, label_smoothing)
