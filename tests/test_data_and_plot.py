@@ -30,7 +30,7 @@ def test_kernel_regression_data_shapes_and_noise():
     residual = data.y_train - kernel_regression_target(data.x_train)
     assert 0.4 < residual.std().item() < 0.6
     torch.testing.assert_close(data.y_truth, kernel_regression_target(data.x_test))
-    with pytest.raises(ValueError, match="n_train must be positive; got 0"):
+    with pytest.raises(ValueError, match="n_train must be a positive integer; got 0"):
         kernel_regression_data(n_train=0)
 
 

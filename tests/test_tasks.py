@@ -82,9 +82,9 @@ def test_splits_are_disjoint_in_source_and_sized(name):
 
 @pytest.mark.parametrize("name", TASKS)
 def test_tasks_reject_bad_sizes(name):
-    with pytest.raises(ValueError, match="num_examples must be positive; got 0"):
+    with pytest.raises(ValueError, match="num_examples must be a positive integer; got 0"):
         TASKS[name](0, seed=0)
-    with pytest.raises(ValueError, match="val_fraction must be in \\(0, 1\\); got 1.5"):
+    with pytest.raises(ValueError, match="val_fraction must be a fraction in \\(0, 1\\); got 1.5"):
         TASKS[name](100, seed=0, val_fraction=1.5)
     with pytest.raises(ValueError, match="num_examples=5 leaves a split empty"):
         TASKS[name](5, seed=0)
@@ -159,7 +159,9 @@ def test_format_date_covers_every_style_and_checks_arguments():
         assert all(
             _parse_date(format_date(other, s, "upper")) == other for s in range(NUM_DATE_STYLES)
         )
-    with pytest.raises(ValueError, match=f"style must be in \\[0, {NUM_DATE_STYLES}\\); got 99"):
+    with pytest.raises(
+        ValueError, match=rf"style must be an integer in \[0, {NUM_DATE_STYLES - 1}\]; got 99"
+    ):
         format_date(date, 99)
     with pytest.raises(ValueError, match="case must be 'title', 'lower' or 'upper'; got 'x'"):
         format_date(date, 0, case="x")
@@ -289,7 +291,7 @@ def test_copy_and_reverse_targets():
 
 
 def test_symbol_tasks_reject_impossible_requests():
-    with pytest.raises(ValueError, match="vocab_size must be positive; got 0"):
+    with pytest.raises(ValueError, match="vocab_size must be a positive integer; got 0"):
         copy_task(100, seed=0, vocab_size=0)
     with pytest.raises(ValueError, match="min_len=4, max=2"):
         reverse_task(100, seed=0, min_len=4, max_len=2)

@@ -17,12 +17,17 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from companion._validate import check_integer, check_number, check_seed, check_type
+
 KINDS = ("english", "chinese", "code", "numbers")
 FILES = Path(__file__).parent / "corpus_files"
 
 
 def numbers(lines: int = 2000, seed: int = 0) -> str:
-    """``lines`` lines of sums, dates and decimals, the same for the same ``seed``."""
+    """``lines`` (a positive integer) lines of sums, dates and decimals, the same for the same
+    ``seed`` (an integer)."""
+    check_integer("lines", lines)
+    check_seed(seed)
     rng = random.Random(seed)
     out = []
     for _ in range(lines):
@@ -48,8 +53,10 @@ def load(kind: str) -> str:
 
 
 def split(text: str, held_out: float = 0.1) -> tuple[str, str]:
-    """``(training part, held-out part)``: the last ``held_out`` of the lines are held out."""
-    if not 0 < held_out < 1:
+    """``(training part, held-out part)`` of ``text`` (a str): the last ``held_out`` of the
+    lines (a fraction in (0, 1)) are held out."""
+    check_type("text", text, str, "a str")
+    if not 0 < check_number("held_out", held_out) < 1:
         raise ValueError(f"held_out must be between 0 and 1, got {held_out}")
     lines = text.splitlines(keepends=True)
     cut = round(len(lines) * (1 - held_out))

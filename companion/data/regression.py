@@ -7,6 +7,8 @@ from typing import NamedTuple
 
 import torch
 
+from companion._validate import check_integer, check_number, check_seed, check_type
+
 
 class KernelRegressionData(NamedTuple):
     """A noisy 1-D regression problem: training pairs, test inputs and the noise-free truth."""
@@ -18,7 +20,9 @@ class KernelRegressionData(NamedTuple):
 
 
 def kernel_regression_target(x: torch.Tensor) -> torch.Tensor:
-    """The function sec-attention-pooling tries to recover: ``f(x) = 2 sin(x) + x^0.8``."""
+    """The function sec-attention-pooling tries to recover: ``f(x) = 2 sin(x) + x^0.8``, of a
+    tensor ``x``."""
+    check_type("x", x, torch.Tensor, "a tensor")
     return 2 * torch.sin(x) + x**0.8
 
 
@@ -28,10 +32,12 @@ def kernel_regression_data(
     """Sample ``n_train`` points of :func:`kernel_regression_target` on [0, 5) with Gaussian noise.
 
     This is the data set of d2l's Nadaraya-Watson section. It uses its own generator, so the
-    data do not depend on what else has drawn random numbers before.
+    data do not depend on what else has drawn random numbers before. ``n_train`` is a positive
+    integer, ``noise`` (a standard deviation) a number >= 0, ``seed`` an integer.
     """
-    if n_train <= 0:
-        raise ValueError(f"n_train must be positive; got {n_train}")
+    n_train = check_integer("n_train", n_train)
+    check_number("noise", noise, at_least=0)
+    check_seed(seed)
     generator = torch.Generator().manual_seed(seed)
     x_train, _ = torch.sort(torch.rand(n_train, generator=generator) * 5)
     y_train = kernel_regression_target(x_train) + noise * torch.randn(n_train, generator=generator)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import random
 
+from companion._validate import check_integer, check_type
 from companion.data.tasks.splits import Pair, Splits, make_splits
 
 # Six months a line, as on a calendar (kept so by fmt: skip).
@@ -47,14 +48,15 @@ NUM_DATE_STYLES = len(DATE_STYLES)
 
 
 def format_date(date: datetime.date, style: int, case: str = "title") -> str:
-    """Write ``date`` in ``DATE_STYLES[style]``; ``case`` ('title', 'lower', 'upper') is for names.
+    """Write ``date`` (a ``datetime.date``) in ``DATE_STYLES[style]``, ``style`` an integer
+    in [0, 15]; ``case`` ('title', 'lower', 'upper') is for names.
 
     Numeric styles follow fixed conventions, so no source is ambiguous: slashes are US
     month/day/year, dots are day.month.year, dashes with a leading 4-digit year are ISO.
     A two-digit year ``yy`` means 19yy for yy >= 50 and 20yy for yy < 50.
     """
-    if not 0 <= style < NUM_DATE_STYLES:
-        raise ValueError(f"style must be in [0, {NUM_DATE_STYLES}); got {style}")
+    check_type("date", date, datetime.date, "a datetime.date such as datetime.date(2026, 11, 21)")
+    style = check_integer("style", style, minimum=0, maximum=NUM_DATE_STYLES - 1)
     if case not in ("title", "lower", "upper"):
         raise ValueError(f"case must be 'title', 'lower' or 'upper'; got {case!r}")
     month, weekday = MONTHS[date.month - 1], WEEKDAYS[date.weekday()]

@@ -14,6 +14,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from companion._validate import check_number, check_seed, check_type
+
 MAX_PIXEL = 16  # the digits' pixel values are integers 0..16
 
 
@@ -42,23 +44,16 @@ def digit_splits(
 ) -> DigitSplits:
     """Cut the digits into stratified train, validation and test sets.
 
-    ``images`` holds ``n`` images of 8x8 pixels valued 0..16, as ``(n, 8, 8)`` or flattened
-    ``(n, 64)`` (``load_digits().images`` or ``.data``); ``labels`` is ``(n,)``. From each
-    class, ``round(fraction * count)`` images go to validation and to test, picked by a
-    generator seeded with ``seed``; the rest is the training set, in a shuffled order.
+    ``images`` holds ``n >= 1`` images of 8x8 pixels valued 0..16, as ``(n, 8, 8)`` or
+    flattened ``(n, 64)`` (``load_digits().images`` or ``.data``); ``labels`` is ``(n,)``
+    integers. From each class, ``round(fraction * count)`` images go to validation and to test
+    (each fraction in (0, 0.5)), picked by a generator seeded with ``seed``, an integer; the
+    rest is the training set, in a shuffled order.
     """
-    images = torch.as_tensor(np.asarray(images), dtype=torch.float32)
-    labels = torch.as_tensor(np.asarray(labels), dtype=torch.long)
-    if images.dim() == 2 and images.shape[1] == 64:
-        images = images.reshape(-1, 8, 8)
-    if images.dim() != 3 or images.shape[1:] != (8, 8) or labels.shape != images.shape[:1]:
-        raise ValueError(
-            "images must be (n, 8, 8) or (n, 64) and labels (n,); got images "
-            f"{tuple(images.shape)}, labels {tuple(labels.shape)}"
-        )
+    images, labels = _digits_as_tensors(images, labels)
+    check_seed(seed)
     for name, fraction in (("val_fraction", val_fraction), ("test_fraction", test_fraction)):
-        if not 0 < fraction < 0.5:
-            raise ValueError(f"{name} must be in (0, 0.5); got {fraction}")
+        check_number(name, fraction, above=0, below=0.5, what="a fraction")
     generator = torch.Generator().manual_seed(seed)
     parts: dict[str, list[torch.Tensor]] = {"train": [], "val": [], "test": []}
     for label in labels.unique():
@@ -77,11 +72,42 @@ def digit_splits(
     return DigitSplits(**sets)
 
 
+def _digits_as_tensors(images: Any, labels: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`digit_splits`'s images ``(n, 8, 8)`` as floats 0..16 and labels ``(n,)`` as longs,
+    checked: a float label would be cut to an integer, and images already scaled to [0, 1]
+    would be scaled again."""
+    image_array, label_array = np.asarray(images), np.asarray(labels)
+    if image_array.ndim == 2 and image_array.shape[1] == 64:
+        image_array = image_array.reshape(-1, 8, 8)
+    if image_array.shape[1:] != (8, 8) or label_array.shape != image_array.shape[:1]:
+        raise ValueError(
+            "images must be (n, 8, 8) or (n, 64) and labels (n,); got images "
+            f"{image_array.shape}, labels {label_array.shape}"
+        )
+    if image_array.dtype.kind not in "iuf" or label_array.dtype.kind not in "iu":
+        raise ValueError(
+            "images must hold numbers and labels integer classes; got images "
+            f"{image_array.dtype}, labels {label_array.dtype}"
+        )
+    if len(image_array) == 0:
+        raise ValueError("images holds no image; there is nothing to split")
+    X = torch.as_tensor(image_array, dtype=torch.float32)
+    if X.min() < 0 or X.max() > MAX_PIXEL:
+        raise ValueError(
+            f"images must hold pixel values 0..{MAX_PIXEL}, as load_digits gives them; got "
+            f"values from {X.min().item():g} to {X.max().item():g}"
+        )
+    y = torch.as_tensor(label_array, dtype=torch.long)
+    return X, y
+
+
 def stratified_subset(data: ImageSet, fraction: float, seed: int = 0) -> ImageSet:
     """The first ``round(fraction * count)`` images of each class (at least one), in their
-    order in ``data``: a smaller training set with the same class proportions."""
-    if not 0 < fraction <= 1:
-        raise ValueError(f"fraction must be in (0, 1]; got {fraction}")
+    order in ``data`` (an :class:`ImageSet`): a smaller training set with the same class
+    proportions. ``fraction`` is in (0, 1]; ``seed`` (an integer) is not used."""
+    check_type("data", data, ImageSet, "an ImageSet (images, labels), such as splits.train")
+    check_number("fraction", fraction, above=0, at_most=1, what="a fraction")
+    check_seed(seed)
     keep = torch.zeros(len(data.labels), dtype=torch.bool)
     for label in data.labels.unique():
         rows = torch.nonzero(data.labels == label).squeeze(1)
@@ -90,7 +116,9 @@ def stratified_subset(data: ImageSet, fraction: float, seed: int = 0) -> ImageSe
 
 
 def load_digit_splits(seed: int = 0) -> DigitSplits:
-    """scikit-learn's digits (imported here, not at import time), cut by :func:`digit_splits`."""
+    """scikit-learn's digits (imported here, not at import time), cut by :func:`digit_splits`
+    with ``seed``, an integer."""
+    check_seed(seed)
     from sklearn.datasets import load_digits
 
     digits = load_digits()

@@ -54,6 +54,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from companion._validate import (
+    check_integer,
+    check_seed,
+    check_sentences,
+    check_token_ids,
+    check_tokens,
+    check_type,
+    describe,
+)
 from companion.data.tasks.splits import Pair, Splits, make_splits
 from companion.data.text import Vocab, batches
 from companion.layers.losses import sequence_loss
@@ -213,7 +222,8 @@ def _target_noun_phrase(phrase: NounPhrase) -> list[str]:
 
 
 def english(clause: Clause) -> list[str]:
-    """The English side: subject verb object [preposition noun-phrase]."""
+    """The English side of a :class:`Clause`: subject verb object [preposition noun-phrase]."""
+    check_type("clause", clause, Clause, "a Clause, such as sample_clause(rng) returns")
     if clause.negated:
         verb = ["do" if clause.subject.plural else "does", "not", clause.verb]
     else:
@@ -225,7 +235,9 @@ def english(clause: Clause) -> list[str]:
 
 
 def translate(clause: Clause) -> list[str]:
-    """The invented side: subject [noun-phrase postposition] object verb [ne]."""
+    """The invented side of a :class:`Clause`: subject [noun-phrase postposition] object verb
+    [ne]."""
+    check_type("clause", clause, Clause, "a Clause, such as sample_clause(rng) returns")
     words = _target_noun_phrase(clause.subject)
     if clause.preposition is not None and clause.prepositional_object is not None:
         words += _target_noun_phrase(clause.prepositional_object)
@@ -244,6 +256,16 @@ ADJECTIVE_COUNT_WEIGHTS = (5, 4, 2)  # 0, 1 or 2 adjectives per noun phrase: 5/1
 P_PLURAL = 0.3
 P_DEFINITE = 0.6
 P_NEGATED = 0.2
+MIN_WORDS = 5  # the shortest English sentence: "the dog sees the cat"
+
+
+def _check_max_words(max_words: object) -> None:
+    """``max_words`` must be an integer that admits a sentence: a smaller one would make
+    :func:`sample_clause` draw forever."""
+    if check_integer("max_words", max_words) < MIN_WORDS:
+        raise ValueError(
+            f"max_words={max_words} admits no sentence (the shortest has {MIN_WORDS} words)"
+        )
 
 
 def _sample_noun_phrase(rng: random.Random) -> NounPhrase:
@@ -258,8 +280,11 @@ def _sample_noun_phrase(rng: random.Random) -> NounPhrase:
 
 
 def sample_clause(rng: random.Random, max_words: int = 12) -> Clause:
-    """A random sentence of the grammar with at most ``max_words`` English words: the clause is
-    drawn choice by choice and drawn again while its English side is longer."""
+    """A random sentence of the grammar with at most ``max_words`` English words (an integer
+    >= 5): the clause is drawn choice by choice with ``rng`` (a ``random.Random``) and drawn
+    again while its English side is longer."""
+    check_type("rng", rng, random.Random, "a random.Random such as random.Random(0)")
+    _check_max_words(max_words)
     while True:
         has_pp = rng.random() < P_PREPOSITIONAL_PHRASE
         clause = Clause(
@@ -297,8 +322,13 @@ def translation_task(
 
 
 def invented_sentences(num_sentences: int, seed: int, max_words: int = 12) -> list[list[str]]:
-    """``num_sentences`` sentences of the invented language, drawn independently (repeats are
-    possible but rare: see :func:`language_entropy`). Word tokens, no ``<eos>``."""
+    """``num_sentences`` (an integer >= 0) sentences of the invented language, drawn
+    independently from ``seed`` (an integer; repeats are possible but rare: see
+    :func:`language_entropy`), each of at most ``max_words`` English words. Word tokens, no
+    ``<eos>``."""
+    check_integer("num_sentences", num_sentences, minimum=0)
+    check_seed(seed)
+    _check_max_words(max_words)
     rng = random.Random(seed)
     return [translate(sample_clause(rng, max_words)) for _ in range(num_sentences)]
 
@@ -355,8 +385,10 @@ def parse_sentence(tokens: list[str]) -> Clause | None:
     sequence has at most one parse. ``parse_sentence(translate(c)) == c`` for every clause (the
     tests check it), which makes :func:`translate` one-to-one: two different clauses never give
     the same sentence. Adjective counts and the length limit are not checked here;
-    :func:`is_sentence` checks them.
+    :func:`is_sentence` checks them. ``tokens`` is a list of words, never a str (its items would
+    be characters: ``sentence.split()``).
     """
+    check_tokens("tokens", tokens)
     first = _parse_noun_phrase(tokens, 0)
     second = first and _parse_noun_phrase(tokens, first[1])
     if first is None or second is None:
@@ -452,8 +484,11 @@ def clause_log_prob(clause: Clause, max_words: int = 12) -> float:
     The product of the probabilities of the generator's choices (each uniform word choice is
     ``1/len(list)``; ``k`` adjectives in order are ``1/(71 * 70 ...)``), divided by the
     probability of acceptance, because the sampler draws again while a clause is too long:
-    ``P(c | accepted) = P(c) / P(accepted)`` for an accepted ``c``.
+    ``P(c | accepted) = P(c) / P(accepted)`` for an accepted ``c``. ``max_words`` is an integer
+    >= 5.
     """
+    check_type("clause", clause, Clause, "a Clause, such as sample_clause(rng) returns")
+    _check_max_words(max_words)
     phrases = [clause.subject, clause.object]
     if (clause.preposition is None) != (clause.prepositional_object is None):
         return -math.inf
@@ -487,7 +522,9 @@ def clause_log_prob(clause: Clause, max_words: int = 12) -> float:
 def sentence_log_prob(tokens: list[str], max_words: int = 12) -> float:
     """log P(sentence) under the generator of :func:`invented_sentences`; ``-inf`` outside the
     language. Since :func:`translate` is one-to-one, a sentence has exactly the probability of
-    its one clause: nothing needs summing over ambiguous parses."""
+    its one clause: nothing needs summing over ambiguous parses. ``tokens`` is a list of words
+    and ``max_words`` an integer >= 5."""
+    _check_max_words(max_words)
     clause = parse_sentence(tokens)
     return -math.inf if clause is None else clause_log_prob(clause, max_words)
 
@@ -499,6 +536,7 @@ def is_sentence(tokens: list[str], max_words: int = 12) -> bool:
     phrase whose English side has at most ``max_words`` words: the article agrees with its
     noun's gender and number, a plural noun carries ``-n``, adjectives follow the noun, the
     postposition follows its noun phrase, the verb comes last, then ``ne`` or nothing.
+    ``tokens`` is a list of words (``sentence.split()``), never the str itself.
     """
     return sentence_log_prob(tokens, max_words) > -math.inf
 
@@ -526,12 +564,13 @@ def language_entropy(max_words: int = 12) -> LanguageEntropy:
     ``log 49`` for the verb, ``log 8`` for a preposition, and the binary entropies of number
     and definiteness. ``H(S) = H(C | A)`` because sentences and clauses correspond one to one
     (:func:`parse_sentence`). The sum runs over the shapes (72 before the limit, 51 within 12
-    words): exact, no sampling.
+    words): exact, no sampling. ``max_words`` is an integer >= 5.
 
     A model's mean cross-entropy per token over many sentences, ``sum of -log q / number of
     tokens``, tends to ``E[-log q(S)] / E[len(S) + 1] >= H(S) / E[len(S) + 1]``: that ratio,
     ``per_token``, is the floor no model can beat on average.
     """
+    _check_max_words(max_words)
     shapes = _accepted_shapes(max_words)
     log_accept = _log_acceptance(max_words)
     entropy, tokens = 0.0, 0.0
@@ -565,8 +604,11 @@ def lm_arrays(
         labels  w_1  ...  w_n <eos> <pad> ...
 
     Label ``t`` is the token after inputs ``0..t``. A sentence longer than ``num_steps - 1``
-    words is a ``ValueError``, never cut silently.
+    words is a ``ValueError``, never cut silently. ``sentences`` is a non-empty list of
+    sentences, each a list of words; ``vocab`` a :class:`Vocab`; ``num_steps`` a positive
+    integer.
     """
+    _check_lm_arguments(sentences, vocab, num_steps)
     rows = []
     for sentence in sentences:
         if len(sentence) + 1 > num_steps:
@@ -581,10 +623,21 @@ def lm_arrays(
     return inputs, sequences[:, 1:]  # <eos> is only ever a label
 
 
+def _check_lm_arguments(sentences: object, vocab: object, num_steps: object) -> None:
+    check_sentences("sentences", sentences)
+    if not sentences:
+        raise ValueError("sentences is empty; there is nothing to build arrays from")
+    check_type("vocab", vocab, Vocab, "a Vocab, such as language_model_vocab()")
+    check_integer("num_steps", num_steps)
+
+
 def to_sentences(tokens: torch.Tensor, vocab: Vocab) -> list[list[str]]:
-    """The words of each generated row ``(batch, steps)``: a leading ``<bos>`` dropped, cut
-    before the first ``<eos>``. A row that never emitted ``<eos>`` keeps all its tokens (with
-    ``NUM_STEPS`` new tokens that is 13 words, longer than any sentence of the language)."""
+    """The words of each generated row of ``tokens``, an integer tensor ``(batch, steps)`` of
+    ids of ``vocab``: a leading ``<bos>`` dropped, cut before the first ``<eos>``. A row that
+    never emitted ``<eos>`` keeps all its tokens (with ``NUM_STEPS`` new tokens that is 13
+    words, longer than any sentence of the language)."""
+    check_type("vocab", vocab, Vocab, "a Vocab, such as language_model_vocab()")
+    check_token_ids(tokens, len(vocab), "tokens")
     sentences = []
     for row in tokens.tolist():
         row = row[1:] if row and row[0] == vocab.bos else row
@@ -600,6 +653,11 @@ def next_token_loss(model: nn.Module, batch: tuple[torch.Tensor, ...]) -> torch.
     """Mean cross-entropy of each label given the inputs before it, padding excluded: the loss
     :func:`companion.training.train.fit` minimises for a language model (sec-language-models).
     ``batch`` is ``(inputs, labels)``, as :func:`lm_arrays` makes them."""
+    if len(batch) != 2:
+        raise ValueError(
+            "next_token_loss's batch must be (inputs, labels), as lm_arrays makes them; got a "
+            f"batch of {len(batch)} tensors"
+        )
     inputs, labels = batch
     return sequence_loss(model(inputs), labels, PAD_INDEX)  # logits (batch, steps, vocab)
 
@@ -610,7 +668,13 @@ def cross_entropy_per_token(
 ) -> float:
     """Summed cross-entropy over every label that is not padding, divided by their number:
     nats per token, directly comparable with the ``per_token`` of
-    :func:`language_entropy`."""
+    :func:`language_entropy`. ``arrays`` is ``(inputs, labels)``, as :func:`lm_arrays` makes
+    them, with at least one label that is not padding; ``batch_size`` a positive integer."""
+    check_type("model", model, nn.Module, "a torch.nn.Module")
+    if not isinstance(arrays, (tuple, list)) or len(arrays) != 2:
+        raise TypeError(
+            f"arrays must be (inputs, labels), as lm_arrays makes them; got {describe(arrays)}"
+        )
     device = next(model.parameters()).device
     total, count = torch.zeros((), device=device), 0
     with eval_mode(model):
@@ -621,4 +685,8 @@ def cross_entropy_per_token(
                 logits.transpose(1, 2), labels, ignore_index=PAD_INDEX, reduction="sum"
             )
             count += int((labels != PAD_INDEX).sum())
+    if count == 0:
+        raise ValueError(
+            f"arrays hold no label that is not padding ({PAD_INDEX}): no token to score"
+        )
     return total.item() / count

@@ -29,6 +29,13 @@ from typing import NamedTuple
 
 import torch
 
+from companion._validate import (
+    check_integer,
+    check_seed,
+    check_sentences,
+    check_tokens,
+    check_type,
+)
 from companion.data.tasks.language import (
     ARTICLES,
     LEXICON,
@@ -63,8 +70,12 @@ def bert_arrays(sentences: Sequence[Sequence[str]], vocab: Vocab, num_steps: int
     """``<cls> sentence <sep>`` as ids, padded with ``<pad>`` to ``num_steps``.
 
     A sentence that does not fit (``len + 2 > num_steps``) is an error, not cut: a cut sentence
-    loses its ``<sep>`` and, here, its verb.
+    loses its ``<sep>`` and, here, its verb. ``sentences`` is a non-empty list of sentences, each
+    a list of words; ``vocab`` a :class:`Vocab`; ``num_steps`` a positive integer.
     """
+    check_sentences("sentences", sentences)
+    check_type("vocab", vocab, Vocab, "a Vocab, such as bert_vocab()")
+    check_integer("num_steps", num_steps)
     if not sentences:
         raise ValueError("sentences is empty; there is nothing to build arrays from")
     longest = max(len(s) for s in sentences)
@@ -97,8 +108,11 @@ def _swappable_pairs(tokens: Sequence[str]) -> list[tuple[int, int]]:
 
 def swap_articles(tokens: Sequence[str], rng: random.Random) -> list[str] | None:
     """The sentence with two of its articles swapped, a pair that differs in gender or number
-    (drawn with ``rng``); ``None`` if no such pair exists (every article has the same gender and
-    number). The result is ungrammatical and has the same words as ``tokens``."""
+    (drawn with ``rng``, a ``random.Random``); ``None`` if no such pair exists (every article
+    has the same gender and number). The result is ungrammatical and has the same words as
+    ``tokens``, a list of words."""
+    check_tokens("tokens", tokens)
+    check_type("rng", rng, random.Random, "a random.Random such as random.Random(0)")
     pairs = _swappable_pairs(tokens)
     if not pairs:
         return None
@@ -121,10 +135,10 @@ def agreement_task(num_examples: int, seed: int) -> AgreementExamples:
 
     Every sentence is drawn from the sentences that have a swappable pair (about 3 in 4 do), for
     both labels, so the two classes see the same distribution of sentences and differ only in
-    the swap.
+    the swap. ``num_examples`` is a positive integer, ``seed`` an integer.
     """
-    if num_examples < 1:
-        raise ValueError(f"num_examples must be positive; got {num_examples}")
+    check_integer("num_examples", num_examples)
+    check_seed(seed)
     rng = random.Random(seed)
     sentences: list[list[str]] = []
     labels: list[int] = []
@@ -141,7 +155,9 @@ def agreement_task(num_examples: int, seed: int) -> AgreementExamples:
 
 def bag_of_words(sentences: Sequence[Sequence[str]], vocab: Vocab) -> torch.Tensor:
     """Word counts, ``(num_sentences, len(vocab))`` floats: what is left of a sentence when
-    the order is thrown away."""
+    the order is thrown away. ``sentences`` is a list of sentences, each a list of words."""
+    check_sentences("sentences", sentences)
+    check_type("vocab", vocab, Vocab, "a Vocab, such as bert_vocab()")
     counts = torch.zeros(len(sentences), len(vocab))
     for row, sentence in enumerate(sentences):
         for index in vocab[list(sentence)]:
@@ -151,7 +167,9 @@ def bag_of_words(sentences: Sequence[Sequence[str]], vocab: Vocab) -> torch.Tens
 
 def word_class(word: str) -> str:
     """``"article"``, ``"noun"``, ``"adjective"``, ``"verb"``, ``"postposition"``,
-    ``"negation"`` for a word of the invented language, ``"special"`` for anything else."""
+    ``"negation"`` for a word (a str) of the invented language, ``"special"`` for any other
+    str."""
+    check_type("word", word, str, "a str, one word")
     if word in _FEATURES:
         return "article"
     if word == NEGATION:
@@ -178,7 +196,8 @@ _NOUN_FEATURES = {word: (gender, False) for word, gender in LEXICON.nouns.values
 
 def agreement_features(word: str) -> tuple[str, bool] | None:
     """``(gender, plural)`` of an article or a noun (gender ``"m"`` or ``"f"``), the two
-    features on which they must agree; ``None`` for any other word."""
+    features on which they must agree; ``None`` for any other word (a str)."""
+    check_type("word", word, str, "a str, one word")
     if word in _FEATURES:
         _, gender, plural = _FEATURES[word]
         return gender, plural

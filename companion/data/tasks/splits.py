@@ -6,6 +6,7 @@ import random
 from collections.abc import Callable
 from typing import NamedTuple
 
+from companion._validate import check_callable, check_integer, check_number, check_seed
 from companion.data.text import ParallelCorpus
 
 
@@ -24,11 +25,14 @@ def _split_sizes(
     num_examples: int, val_fraction: float, test_fraction: float
 ) -> tuple[int, int, int]:
     """(train, val, test) sizes; each split must get at least one example."""
-    if num_examples <= 0:
-        raise ValueError(f"num_examples must be positive; got {num_examples}")
+    check_integer("num_examples", num_examples)
     for name, fraction in (("val_fraction", val_fraction), ("test_fraction", test_fraction)):
-        if not 0 < fraction < 1:
-            raise ValueError(f"{name} must be in (0, 1); got {fraction}")
+        check_number(name, fraction, above=0, below=1, what="a fraction")
+    if val_fraction + test_fraction >= 1:
+        raise ValueError(
+            "val_fraction + test_fraction must be < 1, the rest being the training set; got "
+            f"{val_fraction} + {test_fraction} = {val_fraction + test_fraction:g}"
+        )
     num_val, num_test = int(num_examples * val_fraction), int(num_examples * test_fraction)
     num_train = num_examples - num_val - num_test
     if min(num_train, num_val, num_test) < 1:
@@ -46,7 +50,11 @@ def make_splits(
     val_fraction: float,
     test_fraction: float,
 ) -> Splits:
-    """Draw ``num_examples`` pairs with distinct sources and cut them into three splits."""
+    """Draw ``num_examples`` pairs with distinct sources and cut them into three splits:
+    ``sample(rng)`` draws a pair, ``seed`` is an integer, and the fractions, each in (0, 1),
+    leave the training set the rest."""
+    check_callable("sample", sample, "a function sample(rng) returning (source, target)")
+    check_seed(seed)
     _, num_val, num_test = _split_sizes(num_examples, val_fraction, test_fraction)
     rng = random.Random(seed)  # its own generator: independent of global random state
     pairs: dict[tuple[str, ...], Pair] = {}  # keyed by source: a repeated source is redrawn

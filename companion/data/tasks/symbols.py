@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+from companion._validate import check_integer
 from companion.data.tasks.splits import Pair, Splits, make_splits
 
 
@@ -17,8 +18,13 @@ def _symbol_task(
     val_fraction: float,
     test_fraction: float,
 ) -> Splits:
-    if vocab_size <= 0:
-        raise ValueError(f"vocab_size must be positive; got {vocab_size}")
+    for name, size in (
+        ("num_examples", num_examples),
+        ("vocab_size", vocab_size),
+        ("min_len", min_len),
+        ("max_len", max_len),
+    ):
+        check_integer(name, size)
     if not 1 <= min_len <= max_len:
         raise ValueError(f"need 1 <= min_len <= max_len; got min_len={min_len}, max={max_len}")
     num_distinct = sum(vocab_size**length for length in range(min_len, max_len + 1))
@@ -45,7 +51,8 @@ def copy_task(
     val_fraction: float = 0.1,
     test_fraction: float = 0.1,
 ) -> Splits:
-    """Sequences of symbols ``'0'``, ``'1'``, ... to themselves: the simplest seq2seq check."""
+    """Sequences of symbols ``'0'``, ``'1'``, ... to themselves: the simplest seq2seq check.
+    Sizes and lengths are positive integers, ``min_len <= max_len``; ``seed`` an integer."""
     return _symbol_task(
         num_examples, seed, vocab_size, min_len, max_len, False, val_fraction, test_fraction
     )
@@ -60,7 +67,8 @@ def reverse_task(
     val_fraction: float = 0.1,
     test_fraction: float = 0.1,
 ) -> Splits:
-    """Sequences of symbols to their reversal: every output attends to a moving input."""
+    """Sequences of symbols to their reversal: every output attends to a moving input. The
+    arguments are :func:`copy_task`'s."""
     return _symbol_task(
         num_examples, seed, vocab_size, min_len, max_len, True, val_fraction, test_fraction
     )
