@@ -59,7 +59,6 @@ from companion.layers.blocks import (
 )
 from companion.layers.efficient import LinearAttention
 from companion.layers.feedforward import PositionWiseFFN, SwiGLU, ViTMLP
-from companion.layers.gqa import GroupedQueryAttention, RollingKVCache
 from companion.layers.losses import sequence_loss
 from companion.layers.norms import RMSNorm
 from companion.layers.pooling import NWKernelRegression, leave_one_out, nadaraya_watson
@@ -122,12 +121,10 @@ __all__ = [
     # attention and its layers
     "AdditiveAttention",
     "DotProductAttention",
-    "GroupedQueryAttention",
     "LinearAttention",
     "MultiHeadAttention",
     "NWKernelRegression",
     "PositionalEncoding",
-    "RollingKVCache",
     "RotaryEmbedding",
     "masked_softmax",
     "record_attention",

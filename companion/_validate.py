@@ -43,24 +43,29 @@ def check_positive(**sizes: int) -> None:
 
 
 def check_token_ids(
-    X: torch.Tensor,
+    X: object,
     vocab_size: int,
     name: str = "X",
     *,
     what: str = "token ids",
     within: str = "the vocabulary",
 ) -> torch.Tensor:
-    """``X`` must be a ``(batch, num_steps)`` integer tensor of ids in ``[0, vocab_size)``.
+    """``X`` must be a ``(batch, num_steps)`` tensor or numpy array of integer ids in ``[0,
+    vocab_size)``; returned as a ``torch.long`` tensor, whatever its integer dtype (``uint8``
+    bytes, ``int32``). Floats and bools are refused: an id is not a measurement.
 
     ``what`` and ``within`` name the ids and their range in the message, e.g.
     ``check_token_ids(pred_positions, steps, "pred_positions", what="positions",
     within="the sequence")``."""
+    if type(X).__module__ == "numpy" and hasattr(X, "dtype"):
+        X = torch.as_tensor(X)  # a numpy array: a tensor on the CPU
     if not isinstance(X, torch.Tensor):
-        raise ValueError(f"{name} must be a tensor of {what}; got {type(X).__name__}")
+        raise TypeError(f"{name} must be a tensor of {what}; got {type(X).__name__}")
     if X.dim() != 2:
         raise ValueError(f"{name} must be 2-D (batch, num_steps); got shape {tuple(X.shape)}")
     if X.dtype.is_floating_point or X.dtype.is_complex or X.dtype == torch.bool:
         raise ValueError(f"{name} must hold integer {what} (torch.long); got {X.dtype}")
+    X = X.long()  # uint8, int32, ...: an embedding takes long (or int) ids
     if X.numel() and values_checked(X):
         low, high = X.min().item(), X.max().item()
         if low < 0 or high >= vocab_size:
@@ -146,13 +151,19 @@ def check_attention_inputs(
     *,
     ranks: tuple[int, ...],
     same_query_key_size: bool = False,
+    earlier_keys: int = 0,
+    mask: torch.Tensor | None = None,
 ) -> None:
     """Everything an attention layer needs its arguments to agree on, checked at once.
 
-    Ranks; batch axes (with 4-D inputs, keys and values may have a heads axis of size 1 that
-    broadcasts over the query heads, as multi-query attention has); step counts of keys and
-    values; the feature size of queries and keys for dot products; and ``valid_lens``.
+    Tensors of floating point; ranks; batch axes (with 4-D inputs, keys and values may have
+    fewer heads than the queries, a number that divides theirs: grouped- and multi-query
+    attention); step counts of keys and values; the feature size of queries and keys for dot
+    products; ``valid_lens``, which may count ``earlier_keys`` cached keys besides these; and a
+    boolean ``mask`` ``(batch or 1, queries or 1, keys)`` in place of ``valid_lens``.
     """
+    for name, t in (("queries", queries), ("keys", keys), ("values", values)):
+        check_float_tensor(t, name)
     problem = None
     if any(t.dim() not in ranks for t in (queries, keys, values)) or not (
         queries.dim() == keys.dim() == values.dim()
@@ -164,10 +175,10 @@ def check_attention_inputs(
         problem = "keys and values must have the same number of steps"
     elif keys.shape[0] != queries.shape[0]:
         problem = "queries, keys and values must have the same batch size"
-    elif queries.dim() == 4 and keys.shape[1] not in (1, queries.shape[1]):
+    elif queries.dim() == 4 and (keys.shape[1] < 1 or queries.shape[1] % keys.shape[1]):
         problem = (
-            "keys and values must have as many heads as the queries, or 1 head that every "
-            "query head shares"
+            "keys and values must have as many heads as the queries, or a number of heads that "
+            "divides theirs (each key-value head serves as many query heads)"
         )
     elif queries.shape[-2] < 1 or keys.shape[-2] < 1:
         problem = "queries and keys must hold at least one step each"
@@ -191,7 +202,89 @@ def check_attention_inputs(
             )
         )
     if valid_lens is not None:
-        check_valid_lens(valid_lens, queries.shape[0], queries.shape[-2], keys.shape[-2])
+        num_keys = earlier_keys + keys.shape[-2]
+        check_valid_lens(valid_lens, queries.shape[0], queries.shape[-2], num_keys)
+    if mask is not None:
+        check_mask(mask, valid_lens, (queries.shape[0], queries.shape[-2], keys.shape[-2]))
+
+
+def check_float_tensor(X: object, name: str = "X") -> torch.Tensor:
+    """``X`` must be a floating-point tensor: a ``TypeError`` for anything else (a list, a
+    numpy array), a ``ValueError`` for integer or boolean values (token ids belong in an
+    embedding first)."""
+    if not isinstance(X, torch.Tensor):
+        raise TypeError(f"{name} must be a floating-point torch.Tensor; got {type(X).__name__}")
+    if not X.dtype.is_floating_point:
+        raise ValueError(f"{name} must be floating point, like the layer; got {X.dtype}")
+    return X
+
+
+def check_scores(
+    X: torch.Tensor, valid_lens: torch.Tensor | None, mask: torch.Tensor | None
+) -> None:
+    """Scores ``(batch, [heads,] queries, keys)`` of floating point, and at most one mask:
+    ``valid_lens`` (checked against them) or a boolean ``mask``."""
+    check_float_tensor(X)
+    if X.dim() not in (3, 4):
+        raise ValueError(
+            f"X must be 3-D (batch, queries, keys) or 4-D (batch, heads, queries, keys); "
+            f"got shape {tuple(X.shape)}"
+        )
+    if valid_lens is not None:
+        check_valid_lens(valid_lens, X.shape[0], X.shape[-2], X.shape[-1])
+    if mask is not None:
+        check_mask(mask, valid_lens, X.shape)
+
+
+def check_mask(
+    mask: object, valid_lens: torch.Tensor | None, scores_shape: tuple[int, ...] | torch.Size
+) -> None:
+    """A boolean mask that broadcasts against scores of ``scores_shape``, given in place of
+    ``valid_lens``, not besides it."""
+    if valid_lens is not None:
+        raise ValueError("give valid_lens or mask, not both: the mask replaces valid_lens")
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        raise ValueError(f"mask must be a boolean tensor; got {describe(mask)}")
+    try:
+        torch.broadcast_shapes(mask.shape, tuple(scores_shape))
+    except RuntimeError:
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} does not broadcast against the scores "
+            f"{tuple(scores_shape)}"
+        ) from None
+
+
+def check_attention_shape(
+    num_hiddens: int,
+    num_heads: int,
+    num_kv_heads: int | None,
+    window: int | None,
+    rotary: nn.Module | None,
+) -> int:
+    """The shape of multi-head attention, checked at once: ``num_heads`` divides
+    ``num_hiddens``; ``num_kv_heads`` (``None``: one per query head) divides ``num_heads``; a
+    ``window`` of at least one step; ``rotary`` rotating ``head_dim`` features. Returns the
+    number of key-value heads."""
+    num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+    check_positive(num_hiddens=num_hiddens, num_heads=num_heads, num_kv_heads=num_kv_heads)
+    if num_hiddens % num_heads:
+        raise ValueError(
+            f"num_hiddens ({num_hiddens}) must be divisible by num_heads ({num_heads})"
+        )
+    if num_heads % num_kv_heads:
+        raise ValueError(
+            f"num_heads ({num_heads}) must be divisible by num_kv_heads ({num_kv_heads}): "
+            "each key-value head serves the same number of query heads"
+        )
+    if window is not None:
+        check_positive(window=window)
+    head_dim = num_hiddens // num_heads
+    if rotary is not None and getattr(rotary, "head_dim", None) != head_dim:
+        raise ValueError(
+            f"rotary must rotate head_dim={head_dim} features (num_hiddens / num_heads); got "
+            f"{getattr(rotary, 'head_dim', type(rotary).__name__)}"
+        )
+    return num_kv_heads
 
 
 def check_valid_lens(

@@ -10,8 +10,8 @@ import math
 import pytest
 import torch
 
+from companion.layers.attention import MultiHeadAttention, attention_mask
 from companion.layers.feedforward import SwiGLU
-from companion.layers.gqa import GroupedQueryAttention, RollingKVCache, visible
 from companion.layers.kv_cache import KVCache
 from companion.layers.norms import RMSNorm
 from companion.layers.rotary import RotaryEmbedding
@@ -32,6 +32,19 @@ CONFIGS = {
     "llama": llama_config(VOCAB),
     "llama-window": llama_config(VOCAB, window=4),
 }
+
+
+def gqa(num_hiddens: int, num_heads: int, num_kv_heads: int | None = None, **options):
+    """Multi-head self-attention with the modern decoder's options (sec-modern-decoder)."""
+    sizes = dict(query_size=num_hiddens, key_size=num_hiddens, value_size=num_hiddens)
+    return MultiHeadAttention(
+        num_hiddens, num_heads, 0.0, num_kv_heads=num_kv_heads, **sizes, **options
+    )
+
+
+def attend(layer, X, valid_lens=None, *, causal=True, cache=None):
+    """Self-attention: the queries, keys and values are all ``X``."""
+    return layer(X, X, X, valid_lens, causal=causal, cache=cache)
 
 
 def randomized(model: torch.nn.Module, seed: int = 0) -> torch.nn.Module:
@@ -67,12 +80,15 @@ def test_generate_with_and_without_cache_gives_the_same_tokens(name):
 
 def test_the_rolling_cache_equals_a_full_cache_with_the_window_mask():
     torch.manual_seed(0)
-    layer = randomized(GroupedQueryAttention(16, 4, 2, rotary=RotaryEmbedding(4), window=3))
+    layer = randomized(gqa(16, 4, 2, rotary=RotaryEmbedding(4), window=3))
     X = torch.randn(2, 12, 16)
-    rolling, full = RollingKVCache(3), KVCache()
+    rolling, full = KVCache(window=3), KVCache()
     with torch.no_grad():
         outputs = [
-            (layer(X[:, t : t + 1], cache=rolling), layer(X[:, t : t + 1], cache=full))
+            (
+                attend(layer, X[:, t : t + 1], cache=rolling),
+                attend(layer, X[:, t : t + 1], cache=full),
+            )
             for t in range(12)
         ]
     for t, (from_rolling, from_full) in enumerate(outputs):
@@ -100,9 +116,10 @@ def reference_attention(X, layer, window):
 @pytest.mark.parametrize("num_kv_heads", [4, 2, 1])
 def test_sliding_window_attention_equals_masked_full_attention(num_kv_heads):
     torch.manual_seed(0)
-    layer = randomized(GroupedQueryAttention(16, 4, num_kv_heads, window=3))
+    layer = randomized(gqa(16, 4, num_kv_heads, window=3))
     X = torch.randn(2, 9, 16)
-    torch.testing.assert_close(layer(X), reference_attention(X, layer, 3), rtol=0.0, atol=1e-5)
+    expected = reference_attention(X, layer, 3)
+    torch.testing.assert_close(attend(layer, X), expected, rtol=0.0, atol=1e-5)
 
 
 def test_the_cache_holds_only_the_shared_heads():
@@ -114,7 +131,7 @@ def test_the_cache_holds_only_the_shared_heads():
 
 
 def test_a_window_mask_counts_the_query_itself():
-    mask = visible(torch.arange(5), torch.arange(5), window=2)
+    mask = attention_mask(torch.arange(5), torch.arange(5), causal=True, window=2)[0]
     assert mask.sum(dim=1).tolist() == [1, 2, 2, 2, 2]
     assert mask[4].tolist() == [False, False, False, True, True]
 
@@ -144,13 +161,11 @@ def test_vit_gpt_and_llama_stack_one_block_class():
     models = [vit, GPT(VOCAB, 16, 24, 2, 2, max_len=8), DecoderLM(llama_config(VOCAB))]
     for model in models:
         assert {type(blk) for blk in model.blks} == {PreNormBlock}
-        assert {type(blk.attention) for blk in model.blks} == {GroupedQueryAttention}
+        assert {type(blk.attention) for blk in model.blks} == {MultiHeadAttention}
 
 
-def expanded_mha(layer: GroupedQueryAttention):
-    """Chapter 6's MultiHeadAttention with ``layer``'s weights, shared heads copied out."""
-    from companion.layers.attention import MultiHeadAttention
-
+def expanded_mha(layer: MultiHeadAttention):
+    """sec-multihead-attention's layer with ``layer``'s weights, shared heads copied out."""
     mha = MultiHeadAttention(
         layer.num_hiddens,
         layer.num_heads,
@@ -175,17 +190,17 @@ def test_plain_gqa_is_multihead_attention_with_copied_heads(num_kv_heads, causal
     """Without a window or ALiBi the layer takes chapter 6's masks: valid_lens and causal."""
     from companion.layers.attention import record_attention
 
-    layer = randomized(GroupedQueryAttention(16, 4, num_kv_heads))
+    layer = randomized(gqa(16, 4, num_kv_heads))
     mha = expanded_mha(layer)
     X = torch.randn(3, 6, 16, generator=torch.Generator().manual_seed(3))
     valid_lens = torch.tensor([6, 2, 0])  # a row with no valid key: zeros, never NaN
     with torch.no_grad(), record_attention(layer), record_attention(mha):
-        explicit = layer(X, valid_lens, causal=causal)
+        explicit = attend(layer, X, valid_lens, causal=causal)
         expected = mha(X, X, X, valid_lens, causal=causal)
     torch.testing.assert_close(explicit, expected, rtol=0.0, atol=1e-5)
     torch.testing.assert_close(layer.attention_weights, mha.attention_weights)
     with torch.no_grad():
-        fused = layer(X, valid_lens, causal=causal)
+        fused = attend(layer, X, valid_lens, causal=causal)
     torch.testing.assert_close(fused, expected, rtol=0.0, atol=1e-5)
     assert not fused.isnan().any()
 
@@ -194,12 +209,12 @@ def test_plain_gqa_is_multihead_attention_with_copied_heads(num_kv_heads, causal
 def test_masks_by_position_keep_weights_on_the_explicit_path(options):
     from companion.layers.attention import record_attention
 
-    layer = randomized(GroupedQueryAttention(16, 4, 2, **options))
+    layer = randomized(gqa(16, 4, 2, **options))
     X = torch.randn(2, 7, 16, generator=torch.Generator().manual_seed(4))
     with torch.no_grad():
-        fused = layer(X)
+        fused = attend(layer, X)
         with record_attention(layer):
-            explicit = layer(X)
+            explicit = attend(layer, X)
     torch.testing.assert_close(explicit, fused, rtol=0.0, atol=1e-5)
     weights = layer.attention_weights  # (batch, heads, queries, keys)
     assert weights.shape == (2, 4, 7, 7)
@@ -207,10 +222,12 @@ def test_masks_by_position_keep_weights_on_the_explicit_path(options):
     assert weights.triu(diagonal=1).abs().max() == 0  # causal
     if "window" in options:
         assert weights.tril(diagonal=-3).abs().max() == 0  # the last 3 keys only
-    with pytest.raises(ValueError, match="masks by position and is causal"):
-        layer(X, causal=False)
-    with pytest.raises(ValueError, match="valid_lens"):
-        layer(X, torch.tensor([7, 3]))
+    with pytest.raises(ValueError, match="mask by position and are causal"):
+        attend(layer, X, causal=False)
+    with torch.no_grad(), record_attention(layer):  # padding is one more term of the mask
+        padded = attend(layer, X, torch.tensor([7, 3]))
+        torch.testing.assert_close(padded[0], explicit[0])
+    assert layer.attention_weights[1, :, :, 3:].abs().max() == 0
 
 
 def test_rmsnorm_normalizes_the_root_mean_square():
@@ -236,15 +253,14 @@ def test_rope_scores_depend_only_on_the_offset():
         (lambda: RotaryEmbedding(8, pairing="pairs"), "pairing"),
         (lambda: RotaryEmbedding(8)(torch.zeros(2, 5, 8)), "X must be 4-D"),
         (lambda: SwiGLU(8, 16)(torch.zeros(2, 4)), "num_hiddens=8"),
-        (lambda: GroupedQueryAttention(16, 4, 3), "num_kv_heads"),
-        (lambda: GroupedQueryAttention(16, 3), "num_heads"),
-        (lambda: GroupedQueryAttention(16, 4, window=0), "window"),
-        (lambda: GroupedQueryAttention(16, 4)(torch.zeros(2, 3, 8)), "num_hiddens=16"),
+        (lambda: gqa(16, 4, 3), "num_kv_heads"),
+        (lambda: gqa(16, 3), "num_heads"),
+        (lambda: gqa(16, 4, window=0), "window"),
+        (lambda: attend(gqa(16, 4), torch.zeros(2, 3, 8)), "queries must have 16 features"),
         (lambda: DecoderConfig(VOCAB, norm="batch"), "norm"),
         (lambda: DecoderConfig(VOCAB, positions="none"), "positions"),
         (lambda: DecoderConfig(VOCAB, ffn="relu"), "ffn"),
         (lambda: DecoderLM(gpt2_config(VOCAB, max_len=4))(torch.zeros(1, 5).long()), "max_len"),
-        (lambda: DecoderLM(gpt2_config(VOCAB))(torch.zeros(1, 5).long(), []), "caches"),
         (lambda: DecoderLM(gpt2_config(VOCAB))(torch.full((1, 5), VOCAB)), "vocabulary"),
     ],
 )
@@ -253,10 +269,30 @@ def test_bad_input_is_a_value_error_naming_the_argument(build, argument):
         build()
 
 
-def test_a_rolling_cache_refuses_autograd():
-    layer = GroupedQueryAttention(16, 4, window=3)
-    with pytest.raises(ValueError, match="no_grad"):
-        layer(torch.randn(1, 2, 16), cache=RollingKVCache(3))
+def test_caches_that_new_caches_did_not_make_are_a_type_error():
+    with pytest.raises(TypeError, match=r"caches must be what new_caches\(\) returns"):
+        DecoderLM(gpt2_config(VOCAB))(torch.zeros(1, 5).long(), [])
+
+
+@pytest.mark.parametrize("name", ["gpt2", "window", "llama-window"])
+def test_under_autograd_the_caches_give_the_same_logits_and_the_whole_sequences_gradients(name):
+    """One policy for every kind of cache: under autograd it appends out of place (torch.cat),
+    so the backward pass goes through it, and the numbers are those of decoding without it."""
+    X = torch.randint(0, VOCAB, (2, 9), generator=torch.Generator().manual_seed(5))
+    whole = randomized(DecoderLM(CONFIGS[name]))
+    whole(X).square().sum().backward()
+    cached = randomized(DecoderLM(CONFIGS[name]))
+    caches = cached.new_caches()
+    pieces = [cached(X[:, :4], caches)] + [cached(X[:, t : t + 1], caches) for t in range(4, 9)]
+    torch.cat(pieces, dim=1).square().sum().backward()
+    for (name, a), b in zip(whole.named_parameters(), cached.parameters()):
+        torch.testing.assert_close(b.grad, a.grad, atol=1e-4, rtol=1e-4, msg=name)
+    with torch.no_grad():  # and in place, the same logits
+        caches = cached.new_caches()
+        in_place = [cached(X[:, :4], caches)] + [
+            cached(X[:, t : t + 1], caches) for t in range(4, 9)
+        ]
+    torch.testing.assert_close(torch.cat(in_place, dim=1), torch.cat(pieces, dim=1).detach())
 
 
 def test_generate_keeps_the_mode_when_a_step_raises_and_checks_sampling_first():

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from companion.exercises.lm import check_cached_causal_mask, check_prenorm_block, check_top_p_filter
-from companion.layers.attention import attention_mask
+from companion.layers.attention import lined_up_mask
 
 # ----------------------------------------------------------------------------- top-p
 
@@ -122,7 +122,7 @@ def by_positions(num_queries, num_keys):
 
 
 def companion_mask(num_queries, num_keys):
-    return attention_mask(None, (1, num_queries, num_keys), causal=True)
+    return lined_up_mask(None, (1, num_queries, num_keys), causal=True)[0]
 
 
 @pytest.mark.parametrize("answer", [tril_with_offset, by_positions, companion_mask])

@@ -17,7 +17,7 @@ from companion.exercises.transformer import (
     check_layer_norm,
     check_shift_right,
 )
-from companion.layers.attention import attention_mask
+from companion.layers.attention import lined_up_mask
 
 # ----------------------------------------------------------------------------- causal mask
 
@@ -32,7 +32,7 @@ def comparison_mask(num_steps):
 
 
 def companion_mask(num_steps):
-    return attention_mask(None, (1, num_steps, num_steps), causal=True)
+    return lined_up_mask(None, (1, num_steps, num_steps), causal=True)[0]
 
 
 @pytest.mark.parametrize("answer", [tril_mask, comparison_mask, companion_mask])

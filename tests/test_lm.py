@@ -19,7 +19,6 @@ from companion.data.tasks.language import (
     next_token_loss,
     to_sentences,
 )
-from companion.layers.kv_cache import KVCache
 from companion.models.decoder import GPT
 from companion.models.vit import ViTBlock
 
@@ -84,7 +83,7 @@ def test_step_by_step_logits_with_the_cache_equal_whole_sequence_logits(prompt_l
     model = make_gpt()
     X = tokens(3, MAX_LEN, seed=5)
     whole = model(X)  # (batch, steps, vocab)
-    caches = [KVCache() for _ in model.blks]
+    caches = model.new_caches()
     pieces = [model(X[:, :prompt_len], caches)]
     for t in range(prompt_len, MAX_LEN):
         pieces.append(model(X[:, t : t + 1], caches))
@@ -170,12 +169,12 @@ def test_bad_inputs_raise_value_errors():
         model(torch.full((1, 3), VOCAB))
     with pytest.raises(ValueError, match=r"X of shape \(1, 13\) after 0 cached steps needs 13"):
         model(tokens(1, MAX_LEN + 1))
-    caches = [KVCache() for _ in model.blks]
+    caches = model.new_caches()
     model(tokens(1, 10), caches)
     with pytest.raises(ValueError, match="after 10 cached steps needs 13 positions; learned"):
         model(tokens(1, 3), caches)
-    with pytest.raises(ValueError, match=r"one growing KVCache or RollingKVCache per block"):
-        model(tokens(1, 3), caches[:1])
+    with pytest.raises(TypeError, match=r"caches must be what new_caches\(\) returns"):
+        model(tokens(1, 3), [caches[0]])
     with pytest.raises(ValueError, match="max_new_tokens must be a positive integer; got 0"):
         model.generate(tokens(1, 2), 0)
     with pytest.raises(ValueError, match="prompt of 5 steps and max_new_tokens=9 need 13 pos"):

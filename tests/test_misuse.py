@@ -54,23 +54,21 @@ def vit() -> C.ViT:
     return C.ViT(8, 2, 8, 16, 2, 1, 0.0, 0.0, in_channels=1)
 
 
-def shared_gpt_caches() -> None:
-    with torch.no_grad():
-        gpt()(ids(2, 3), [KVCache()] * 2)
-
-
 def gpt_caches_of_another_batch() -> None:
-    model, caches = gpt(), [KVCache() for _ in range(2)]
+    model = gpt()
+    caches = model.new_caches()
     with torch.no_grad():
         model(ids(3, 3), caches)
         model(ids(2, 1), caches)
 
 
-def uneven_gpt_caches() -> None:
-    model, caches = gpt(), [KVCache() for _ in range(2)]
+def windowed(window: int | None = 3) -> C.MultiHeadAttention:
+    return C.MultiHeadAttention(8, 2, 0.0, window=window, query_size=8, key_size=8, value_size=8)
+
+
+def attend(layer: C.MultiHeadAttention, cache: KVCache, *, causal: bool = True) -> None:
     with torch.no_grad():
-        model(ids(2, 3), caches)
-        model(ids(2, 1), [caches[0], KVCache()])
+        layer(X8, X8, X8, causal=causal, cache=cache)
 
 
 def shared_decoder_caches() -> None:
@@ -100,34 +98,22 @@ X8 = torch.randn(2, 3, 8)
 MISUSES = [
     # GPT and its caches
     (
-        "[KVCache()] * num_blks: one cache shared by every block",
-        shared_gpt_caches,
-        ValueError,
-        r"caches must be distinct, one per block.*\[KVCache\(\)\] \* num_blks",
+        "[KVCache()] * num_blks: a list in place of new_caches()",
+        lambda: gpt()(ids(2, 3), [KVCache()] * 2),
+        TypeError,
+        r"caches must be what new_caches\(\) returns, one KVCache per block \(2\); got list",
+    ),
+    (
+        "the caches of a model with more blocks",
+        lambda: gpt()(ids(2, 3), C.DecoderLM(C.gpt2_config(VOCAB, num_blks=3)).new_caches()),
+        TypeError,
+        r"one KVCache per block \(2\); got ModelCaches of 3",
     ),
     (
         "a GPT cache reused for another batch size",
         gpt_caches_of_another_batch,
         ValueError,
-        r"keys of shape \(2, 2, 1, 4\) cannot continue a KVCache holding \(3, 2, 3, 4\)",
-    ),
-    (
-        "caches that are not KVCaches",
-        lambda: gpt()(ids(2, 3), [None, None]),
-        ValueError,
-        r"one growing KVCache or RollingKVCache per block \(2\).*got 2 \(NoneType, NoneType\)",
-    ),
-    (
-        "a static (cross-attention) cache given to GPT",
-        lambda: gpt()(ids(2, 3), [KVCache(static=True), KVCache(static=True)]),
-        ValueError,
-        r"one growing KVCache or RollingKVCache per block",
-    ),
-    (
-        "caches holding different numbers of steps",
-        uneven_gpt_caches,
-        ValueError,
-        r"caches must have seen as many steps each; got \[3, 0\]",
+        r"this KVCache holds a batch of 3 rows; the queries have 2",
     ),
     (
         "an empty prompt",
@@ -249,7 +235,39 @@ MISUSES = [
         "a cache reused for another batch size",
         mha_cache_of_another_batch,
         ValueError,
-        r"keys of shape \(3, 2, 1, 4\) cannot continue a KVCache holding \(2, 2, 1, 4\)",
+        r"this KVCache holds a batch of 2 rows; the queries have 3",
+    ),
+    (
+        "a rolling cache shorter than the layer's window",
+        lambda: attend(windowed(3), KVCache(window=2)),
+        ValueError,
+        r"a rolling KVCache\(window=2\) keeps the last 2 steps, but this layer's queries see "
+        r"the last 3 steps \(window=3\)",
+    ),
+    (
+        "a rolling cache for a layer without a window",
+        lambda: attend(windowed(None), KVCache(window=4)),
+        ValueError,
+        r"this layer's queries see every earlier step \(window=None\)",
+    ),
+    (
+        "a static (cross-attention) cache given to causal self-attention",
+        lambda: attend(mha(), KVCache(static=True)),
+        ValueError,
+        r"a static KVCache \(cross-attention: keys projected once, then frozen\) cannot serve "
+        r"causal self-attention",
+    ),
+    (
+        "a list as the cache",
+        lambda: attend(mha(), []),
+        TypeError,
+        r"cache must be a KVCache or None; got list",
+    ),
+    (
+        "a window without causal=True",
+        lambda: attend(windowed(3), None, causal=False),
+        ValueError,
+        r"a window \(3\) and ALiBi \(False\) mask by position and are causal",
     ),
     (
         "a positional offset of 1.5",
@@ -414,7 +432,8 @@ def test_a_backward_pass_through_the_cache_gives_the_gradients_of_the_whole_sequ
     X = ids(2, 5)
     whole = gpt()
     whole(X).sum().backward()
-    cached, caches = gpt(), [KVCache() for _ in range(2)]
+    cached = gpt()
+    caches = cached.new_caches()
     logits = [cached(X[:, :3], caches), cached(X[:, 3:4], caches), cached(X[:, 4:], caches)]
     torch.cat(logits, dim=1).sum().backward()
     for (name, a), b in zip(whole.named_parameters(), cached.parameters()):

@@ -9,8 +9,9 @@ line changed, these tests and tests/test_decoder.py run):
 - RoPE with the pairing flipped, the sine's sign flipped, or ``theta_i`` over ``d/2``: the rotary,
   attention and model tests fail; RoPE also applied to the values: the attention tests fail;
 - SwiGLU with SiLU on the up projection instead of the gate: the SwiGLU and model tests fail;
-- GQA with ``repeat`` for ``repeat_interleave``: the attention test with 2 key-value heads (MHA
-  and MQA cannot tell them apart), the models and the masked-attention reference fail;
+- GQA pairing query head ``i`` with key-value head ``i % g`` instead of ``i // (h / g)``: the
+  attention test with 2 key-value heads (MHA and MQA cannot tell them apart), the models and the
+  masked-attention reference fail;
 - a scale of ``1/sqrt(num_hiddens)`` instead of ``1/sqrt(head_dim)``: attention and models fail;
 - the window off by one: the Mistral test fails; cached steps whose RoPE restarts at position 0:
   the models' step-by-step checks fail; the rolling cache not evicting, or not masking its oldest
@@ -30,8 +31,8 @@ from transformers.models.llama.modeling_llama import (
     apply_rotary_pos_emb,
 )
 
+from companion.layers.attention import MultiHeadAttention
 from companion.layers.feedforward import SwiGLU
-from companion.layers.gqa import GroupedQueryAttention
 from companion.layers.norms import RMSNorm
 from companion.layers.rotary import RotaryEmbedding
 from companion.models.decoder import DecoderLM, llama_config
@@ -83,7 +84,7 @@ def randomize(module: torch.nn.Module, seed: int = 0) -> torch.nn.Module:
     return module.eval()
 
 
-def copy_attention(hf: torch.nn.Module, layer: GroupedQueryAttention) -> None:
+def copy_attention(hf: torch.nn.Module, layer: MultiHeadAttention) -> None:
     for theirs, mine in PROJECTIONS:
         getattr(layer, mine).load_state_dict(getattr(hf, theirs).state_dict())
 
@@ -170,17 +171,21 @@ def test_grouped_query_attention_equals_llamas(num_kv_heads):
     config = llama(num_key_value_heads=num_kv_heads)
     theirs = randomize(LlamaAttention(config, layer_idx=0))
     head_dim = config.hidden_size // config.num_attention_heads
-    mine = GroupedQueryAttention(
+    mine = MultiHeadAttention(
         config.hidden_size,
         config.num_attention_heads,
-        num_kv_heads,
+        0.0,
+        num_kv_heads=num_kv_heads,
         rotary=RotaryEmbedding(head_dim, config.rope_parameters["rope_theta"]),
+        query_size=config.hidden_size,
+        key_size=config.hidden_size,
+        value_size=config.hidden_size,
     ).eval()
     copy_attention(theirs, mine)
     X = torch.randn(2, 7, config.hidden_size)
     cos, sin = LlamaRotaryEmbedding(config)(X, torch.arange(7)[None])
     expected, _ = theirs(X, position_embeddings=(cos, sin), attention_mask=causal_bias(7))
-    torch.testing.assert_close(mine(X), expected, **TOLERANCE)
+    torch.testing.assert_close(mine(X, X, X, causal=True), expected, **TOLERANCE)
 
 
 def test_llama_style_model_logits_equal_llamaforcausallm():

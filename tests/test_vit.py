@@ -162,7 +162,7 @@ def test_vit_block_is_pre_norm():
     blk = ViTBlock(8, 8, 12, 2, 0.0).eval()
     X = torch.randn(2, 5, 8) * 10
     Y = blk.ln1(X)
-    H = X + blk.attention(Y, causal=False)  # the attention is causal unless told otherwise
+    H = X + blk.attention(Y, Y, Y)  # self-attention, not causal unless told
     torch.testing.assert_close(blk(X), H + blk.mlp(blk.ln2(H)))
     with torch.no_grad():
         blk.attention.W_o.weight.zero_()

@@ -159,7 +159,7 @@ def generate_tokens(
     model: nn.Module,
     prompt: torch.Tensor,
     max_new_tokens: int,
-    caches: list | None,
+    caches: object | None,
     temperature: float = 1.0,
     top_k: int | None = None,
     top_p: float | None = None,
@@ -169,9 +169,9 @@ def generate_tokens(
     :class:`~companion.models.decoder.GPT` and :class:`~companion.models.decoder.DecoderLM`, which
     check the arguments first. ``model(inputs, caches)`` returns ``(batch, steps, vocab_size)``
     logits; each step samples the next token from the last row with :func:`sample_next` and appends
-    it. With ``caches`` (one empty cache per block) every step after the first feeds only the
-    newest token; with ``None``, the whole sequence so far. Returns ``(batch, steps +
-    max_new_tokens)``; the model runs in eval mode and is left in the mode it had, even if a
+    it. With ``caches`` (empty ones, from the model's ``new_caches()``) every step after the first
+    feeds only the newest token; with ``None``, the whole sequence so far. Returns ``(batch, steps
+    + max_new_tokens)``; the model runs in eval mode and is left in the mode it had, even if a
     step raises."""
     tokens = inputs = prompt  # (batch, steps)
     with eval_mode(model):

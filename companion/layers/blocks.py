@@ -10,7 +10,7 @@ the parameters are the same. The models that stack them are in :mod:`companion.m
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
@@ -18,17 +18,17 @@ from torch import nn
 from companion._validate import check_dropout, check_hiddens
 from companion.layers.attention import MultiHeadAttention
 from companion.layers.feedforward import PositionWiseFFN, SwiGLU, ViTMLP
-from companion.layers.gqa import Cache, GroupedQueryAttention
 from companion.layers.kv_cache import KVCache
 from companion.layers.norms import make_norm
 from companion.layers.rotary import RotaryEmbedding
 
 
 def _block_attention(
-    num_hiddens: int, num_heads: int, dropout: float, bias: bool = False
+    num_hiddens: int, num_heads: int, dropout: float, bias: bool = False, **options: Any
 ) -> MultiHeadAttention:
     """Multi-head attention inside a block, where queries, keys and values all have
-    ``num_hiddens`` features (so its layers are not lazy)."""
+    ``num_hiddens`` features (so its layers are not lazy); ``options`` are the modern
+    decoder's (``num_kv_heads``, ``rotary``, ``window``, ``alibi``)."""
     return MultiHeadAttention(
         num_hiddens,
         num_heads,
@@ -37,6 +37,7 @@ def _block_attention(
         query_size=num_hiddens,
         key_size=num_hiddens,
         value_size=num_hiddens,
+        **options,
     )
 
 
@@ -178,12 +179,13 @@ class PreNormBlock(nn.Module):
     attention, a GELU MLP. The keywords make the modern block, as
     :class:`~companion.models.decoder.DecoderConfig` sets them: ``norm="rms"``, ``ffn="swiglu"``,
     ``num_kv_heads`` (grouped-query attention), ``rotary``, ``window`` and ``alibi``. The
-    attention is :class:`~companion.layers.gqa.GroupedQueryAttention` either way.
+    attention is sec-multihead-attention's
+    :class:`~companion.layers.attention.MultiHeadAttention` either way, as self-attention.
 
     ``causal=True`` lets each step see only itself and the steps before it, the one change that
-    turns this encoder block into a decoder-only language model's block; ``cache`` (a
-    :class:`~companion.layers.kv_cache.KVCache` or a rolling one) is passed on to the attention,
-    which then also attends to the steps cached before and appends these.
+    turns this encoder block into a decoder-only language model's block; ``cache`` (a growing
+    or rolling :class:`~companion.layers.kv_cache.KVCache`) is passed on to the attention, which
+    then also attends to the steps cached before and appends these.
     """
 
     def __init__(
@@ -208,12 +210,12 @@ class PreNormBlock(nn.Module):
             raise ValueError(f"ffn must be 'gelu' or 'swiglu'; got {ffn!r}")
         self.num_hiddens = num_hiddens
         self.ln1 = make_norm(norm, norm_shape, norm_eps)
-        self.attention = GroupedQueryAttention(
+        self.attention = _block_attention(
             num_hiddens,
             num_heads,
-            num_kv_heads,
             dropout,
             use_bias,
+            num_kv_heads=num_kv_heads,
             rotary=rotary,
             window=window,
             alibi=alibi,
@@ -231,9 +233,9 @@ class PreNormBlock(nn.Module):
         valid_lens: torch.Tensor | None = None,
         *,
         causal: bool = False,
-        cache: Cache | None = None,
+        cache: KVCache | None = None,
     ) -> torch.Tensor:
         check_hiddens(X, self.num_hiddens)
         Y = self.ln1(X)  # (batch, steps, num_hiddens)
-        X = X + self.attention(Y, valid_lens, causal=causal, cache=cache)
+        X = X + self.attention(Y, Y, Y, valid_lens, causal=causal, cache=cache)
         return X + self.mlp(self.ln2(X))  # (batch, steps, num_hiddens)

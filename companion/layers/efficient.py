@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from companion._validate import check_attention_inputs, describe_shapes
-from companion.layers.attention import KeepsWeights, attention_mask
+from companion.layers.attention import KeepsWeights, lined_up_mask
 
 
 def feature_map(x: torch.Tensor) -> torch.Tensor:
@@ -72,9 +72,9 @@ class LinearAttention(KeepsWeights):
     linear path never forms the weights it would drop.
 
     ``valid_lens`` of shape ``(batch,)`` or ``(batch, queries)`` keeps only the first
-    ``valid_lens`` keys, as in :func:`companion.layers.attention.attention_mask`; ``causal=True``
+    ``valid_lens`` keys, as in :func:`companion.layers.attention.lined_up_mask`; ``causal=True``
     lets query ``i`` see keys ``0..i`` only (with fewer queries than keys, the queries are the last
-    steps, as in :func:`~companion.layers.attention.attention_mask`). A query with no valid key gets
+    steps, as in :func:`~companion.layers.attention.lined_up_mask`). A query with no valid key gets
     a zero output.
 
     Paths: by default the linear path runs, in O(n d_k d_v) time. Without a mask, or with one
@@ -103,7 +103,7 @@ class LinearAttention(KeepsWeights):
         )
         if self.need_weights:  # explicit path: the n x n similarities, normalised per query
             scores_shape = (*queries.shape[:-1], keys.shape[-2])  # (batch, [heads,] n_q, n_k)
-            mask = attention_mask(valid_lens, scores_shape, causal, queries.device)
+            mask = lined_up_mask(valid_lens, scores_shape, causal, queries.device)
             similarity = feature_map(queries) @ feature_map(keys).transpose(-2, -1)
             if mask is not None:
                 similarity = similarity * mask  # a masked key adds nothing

@@ -1,8 +1,10 @@
-"""Sinusoidal positional encoding (sec-positional-encoding).
+"""Positions: the sinusoidal encoding added to the inputs (sec-positional-encoding), and ALiBi's
+biases added to the attention scores (sec-modern-decoder). Rotary positions, which rotate the
+queries and keys, are :mod:`companion.layers.rotary`.
 
-Same name, signature and numbers as d2l's ``PositionalEncoding``. Two extensions: any width
-works (d2l fails on an odd ``num_hiddens``), and ``forward`` takes a keyword-only ``offset``,
-the position of the first step, which incremental decoding needs.
+:class:`PositionalEncoding` has the name, signature and numbers of d2l's. Two extensions: any
+width works (d2l fails on an odd ``num_hiddens``), and ``forward`` takes a keyword-only
+``offset``, the position of the first step, which incremental decoding needs.
 """
 
 from __future__ import annotations
@@ -59,3 +61,24 @@ class PositionalEncoding(nn.Module):
             )
         X = X + self.P[:, offset : offset + X.shape[1], :].to(X.device)  # (batch, steps, d)
         return self.dropout(X)
+
+
+def alibi_slopes(num_heads: int) -> torch.Tensor:
+    """ALiBi's slope per head (Press et al., 2022): ``2^(-8 h / num_heads)``, ``h = 1..heads``,
+    a geometric sequence from ``2^(-8/num_heads)`` down to ``2^-8``."""
+    check_positive(num_heads=num_heads)
+    return 2.0 ** (-8.0 * torch.arange(1, num_heads + 1) / num_heads)  # (heads,)
+
+
+def alibi_bias(
+    slopes: torch.Tensor, query_positions: torch.Tensor, key_positions: torch.Tensor
+) -> torch.Tensor:
+    """ALiBi (sec-modern-decoder): what head ``i`` adds to the score of the query at position
+    ``m`` and the key at position ``n``, a penalty growing with their distance,
+
+        bias_i(m, n) = -slope_i (m - n),
+
+    ``(heads, queries, keys)``. No positions are added to the inputs: the scores alone see them,
+    as offsets, so the model meets no position it was not trained on."""
+    distance = query_positions[:, None] - key_positions[None, :]  # m - n: (queries, keys)
+    return -slopes[:, None, None] * distance.to(slopes.dtype)  # (heads, queries, keys)

@@ -30,10 +30,10 @@ two choices made for it and explained in sec-language-models:
   ``tie_weights=False`` gives a separate output matrix.
 
 :meth:`DecoderLM.generate` samples with :func:`companion.generation.sampling.sample_next` and, by
-default, reads the keys and values of earlier positions from a
-:class:`companion.layers.kv_cache.KVCache` per block, so each new token costs one position's work;
-``use_cache=False`` re-runs the whole prefix at every step, for comparison. Both give the same
-tokens.
+default, reads the keys and values of earlier positions from the caches of
+:meth:`DecoderLM.new_caches` (a :class:`companion.layers.kv_cache.KVCache` per block, rolling ones
+with a window), so each new token costs one position's work; ``use_cache=False`` re-runs the
+whole prefix at every step, for comparison. Both give the same tokens.
 
 GPT's data are :func:`companion.data.tasks.language.lm_arrays`, its loss
 :func:`companion.data.tasks.language.next_token_loss` and its time-to-quality recipe
@@ -43,7 +43,6 @@ GPT's data are :func:`companion.data.tasks.language.lm_arrays`, its loss
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -60,8 +59,7 @@ from companion._validate import (
 )
 from companion.generation.sampling import check_sampling_arguments, generate_tokens
 from companion.layers.blocks import PreNormBlock
-from companion.layers.gqa import Cache, RollingKVCache, steps_seen
-from companion.layers.kv_cache import KVCache
+from companion.layers.kv_cache import ModelCaches
 from companion.layers.norms import make_norm
 from companion.layers.positional import PositionalEncoding
 from companion.layers.rotary import RotaryEmbedding, check_pairing
@@ -178,7 +176,8 @@ class DecoderLM(nn.Module):
 
     with ``W_out = E^T`` when ``tie_weights``. ``X`` of shape ``(batch, steps)`` holds token ids;
     the output holds ``(batch, steps, vocab_size)`` logits. ``caches`` (from
-    :meth:`new_caches`, one per block) make the call continue the sequence they hold.
+    :meth:`new_caches`, a :class:`~companion.layers.kv_cache.ModelCaches`) make the call continue
+    the sequence they hold.
     """
 
     def __init__(self, config: DecoderConfig) -> None:
@@ -201,20 +200,19 @@ class DecoderLM(nn.Module):
             if embedding is not None:
                 nn.init.normal_(embedding.weight, std=0.02)  # GPT-2's initialisation
 
-    def new_caches(self) -> list[Cache]:
-        """One empty cache per block: a rolling one of ``window`` steps, else a growing one."""
-        window = self.config.window
-        return [KVCache() if window is None else RollingKVCache(window) for _ in self.blks]
+    def new_caches(self) -> ModelCaches:
+        """Empty caches, one per block: rolling ones of ``window`` steps, else growing ones."""
+        return ModelCaches(len(self.blks), window=self.config.window)
 
-    def forward(self, X: torch.Tensor, caches: Sequence[Cache] | None = None) -> torch.Tensor:
-        start = self._check_inputs(X, caches)  # X's first position
+    def forward(self, X: torch.Tensor, caches: ModelCaches | None = None) -> torch.Tensor:
+        X, start = self._check_inputs(X, caches)  # token ids; X's first position
         H = self.token_embedding(X)  # (batch, steps, num_hiddens)
         if self.pos_embedding is not None:
             H = H + self.pos_embedding(torch.arange(start, start + X.shape[1], device=X.device))
         if self.pos_encoding is not None:
             H = self.pos_encoding(H, offset=start)
         H = self.dropout(H)
-        per_block: Sequence[Cache | None] = caches or [None] * len(self.blks)
+        per_block = caches if caches is not None else [None] * len(self.blks)
         for blk, cache in zip(self.blks, per_block):
             H = blk(H, causal=self.config.causal, cache=cache)  # (batch, steps, num_hiddens)
         H = self.ln(H)
@@ -223,46 +221,24 @@ class DecoderLM(nn.Module):
         return self.head(H)
 
     def _check_inputs(
-        self, X: torch.Tensor, caches: Sequence[Cache] | None, name: str = "X"
-    ) -> int:
+        self, X: torch.Tensor, caches: ModelCaches | None, name: str = "X"
+    ) -> tuple[torch.Tensor, int]:
         """``X``: token ids on the model's device, at least one step; ``caches``: what
-        :meth:`new_caches` returns, one distinct cache per block, each having seen as many
-        steps; the positions of the cached and the new steps within ``max_len`` where the
-        positions are a table. Returns the position of ``X``'s first step."""
-        check_token_ids(X, self.config.vocab_size, name)
+        :meth:`new_caches` returns; the positions of the cached and the new steps within
+        ``max_len`` where the positions are a table. Returns ``X`` as ``torch.long`` and the
+        position of its first step. (Each block's attention checks its cache.)"""
+        X = check_token_ids(X, self.config.vocab_size, name)
         check_steps(X, name)
         check_same_device(X, self.token_embedding.weight, name)
-        start = 0
-        if caches is not None:
-            num_blks = len(self.blks)
-            if not (
-                isinstance(caches, Sequence)
-                and len(caches) == num_blks
-                and all(
-                    isinstance(cache, RollingKVCache)
-                    or (isinstance(cache, KVCache) and not cache.static)
-                    for cache in caches
-                )
-            ):
-                got = (
-                    f"{len(caches)} ({', '.join(type(c).__name__ for c in caches)})"
-                    if isinstance(caches, Sequence)
-                    else type(caches).__name__
-                )
-                raise ValueError(
-                    f"caches must hold one growing KVCache or RollingKVCache per block "
-                    f"({num_blks}), as new_caches() builds them; got {got}"
-                )
-            if len({id(cache) for cache in caches}) < num_blks:
-                raise ValueError(
-                    "caches must be distinct, one per block, as new_caches() builds them; got "
-                    "one shared by several blocks ([KVCache()] * num_blks), which would mix "
-                    "their keys and values"
-                )
-            seen = [steps_seen(cache) for cache in caches]
-            if len(set(seen)) > 1:
-                raise ValueError(f"caches must have seen as many steps each; got {seen}")
-            start = seen[0]
+        if caches is not None and not (
+            isinstance(caches, ModelCaches) and len(caches) == len(self.blks)
+        ):
+            got = f"ModelCaches of {len(caches)}" if isinstance(caches, ModelCaches) else None
+            raise TypeError(
+                f"caches must be what new_caches() returns, one KVCache per block "
+                f"({len(self.blks)}); got {got or type(caches).__name__}"
+            )
+        start = 0 if caches is None else caches.seen
         if self.config.positions in ("learned", "sinusoidal"):
             if start + X.shape[1] > self.config.max_len:
                 raise ValueError(
@@ -270,7 +246,7 @@ class DecoderLM(nn.Module):
                     f"{start + X.shape[1]} positions; {self.config.positions} positions stop "
                     f"at max_len={self.config.max_len}"
                 )
-        return start
+        return X, start
 
     @torch.no_grad()
     def generate(
@@ -290,7 +266,7 @@ class DecoderLM(nn.Module):
         the newest token (earlier keys and values come from the caches); without it each step
         feeds the whole sequence so far."""
         check_positive(max_new_tokens=max_new_tokens)
-        self._check_inputs(prompt, None, name="prompt")
+        prompt, _ = self._check_inputs(prompt, None, name="prompt")
         needed = prompt.shape[1] + max_new_tokens - 1  # the last token is sampled, never fed
         if self.config.positions in ("learned", "sinusoidal") and needed > self.config.max_len:
             raise ValueError(
@@ -317,8 +293,8 @@ class GPT(DecoderLM):
     GPT is :class:`DecoderLM` configured as GPT-2 (:func:`gpt2_config`), built from d2l-style
     arguments: the forward pass, the caches and :meth:`generate` are the decoder's, and
     sec-modern-decoder changes only the configuration. ``caches`` (:meth:`new_caches`, one
-    :class:`~companion.layers.kv_cache.KVCache` per block, each its own) make the call continue
-    the sequence they hold. ``causal=False`` drops the mask and turns the model into an encoder,
+    :class:`~companion.layers.kv_cache.KVCache` per block) make the call continue the sequence
+    they hold. ``causal=False`` drops the mask and turns the model into an encoder,
     which next-token training cannot use: each position would see the token it must predict.
     """
 

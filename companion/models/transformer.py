@@ -49,10 +49,12 @@ from companion.layers.kv_cache import KVCache
 from companion.layers.positional import PositionalEncoding
 
 
-def _check_decoder_inputs(X: torch.Tensor, state: Any, vocab_size: int, num_blks: int) -> None:
-    """``X``: token ids; ``state``: what ``init_state`` returns, one distinct
-    :class:`DecoderCache` per block, whose cached rows (if any) are the rows of ``X``."""
-    check_token_ids(X, vocab_size)
+def _check_decoder_inputs(
+    X: torch.Tensor, state: Any, vocab_size: int, num_blks: int
+) -> torch.Tensor:
+    """``X``: token ids, returned as ``torch.long``; ``state``: what ``init_state`` returns,
+    one distinct :class:`DecoderCache` per block (each attention layer checks its cache)."""
+    X = check_token_ids(X, vocab_size)
     if not (
         isinstance(state, list | tuple)
         and len(state) == 3
@@ -68,9 +70,7 @@ def _check_decoder_inputs(X: torch.Tensor, state: Any, vocab_size: int, num_blks
             "state's caches must be distinct, one DecoderCache per block, as init_state "
             "returns; got one shared by several blocks ([DecoderCache(...)] * num_blks)"
         )
-    cached = state[2][0].self_attention.keys
-    if cached is not None and cached.shape[0] != X.shape[0]:
-        raise ValueError(f"X has batch {X.shape[0]}; the cache has {cached.shape[0]} rows")
+    return X
 
 
 def token_embedding(vocab_size: int, num_hiddens: int) -> nn.Embedding:
@@ -127,7 +127,7 @@ class TransformerEncoder(nn.Module):
         return [blk.attention.attention_weights for blk in blocks]
 
     def forward(self, X: torch.Tensor, valid_lens: torch.Tensor | None = None) -> torch.Tensor:
-        check_token_ids(X, self.embedding.num_embeddings)
+        X = check_token_ids(X, self.embedding.num_embeddings)
         # (batch, steps) -> (batch, steps, num_hiddens)
         X = self.pos_encoding(self.embedding(X) * math.sqrt(self.num_hiddens))
         for blk in self.blks:
@@ -195,9 +195,9 @@ class TransformerDecoder(nn.Module):
         ]
 
     def forward(self, X: torch.Tensor, state: list[Any]) -> tuple[torch.Tensor, list[Any]]:
-        _check_decoder_inputs(X, state, self.embedding.num_embeddings, self.num_blks)
+        X = _check_decoder_inputs(X, state, self.embedding.num_embeddings, self.num_blks)
         enc_outputs, enc_valid_lens, caches = state
-        offset = len(caches[0].self_attention)  # steps already decoded
+        offset = caches[0].self_attention.seen  # steps already decoded
         # (batch, steps) -> (batch, steps, num_hiddens), at positions offset, offset + 1, ...
         X = self.pos_encoding(self.embedding(X) * math.sqrt(self.num_hiddens), offset=offset)
         for blk, cache in zip(self.blks, caches):
