@@ -32,6 +32,13 @@ from typing import Any
 import torch
 from torch import nn
 
+from companion._validate import (
+    check_device,
+    check_integer,
+    check_number,
+    check_seed,
+    check_type,
+)
 from companion.data.tasks import Splits, date_task, translation_task
 from companion.data.text import ParallelCorpus, Vocab, batches, build_arrays
 from companion.generation.decoding import decode
@@ -40,10 +47,20 @@ from companion.models.transformer import TransformerDecoder, TransformerEncoder
 from companion.training.metrics import corpus_bleu, exact_match
 from companion.training.train import train_seq2seq
 
+# The longest source and target of each task, in tokens (<eos> not counted): a recipe's
+# num_steps and tgt_num_steps must hold them, or build_arrays would cut them silently.
+TASK_LENGTHS = {"dates": (29, 10), "translation": (12, 12)}
+TASKS, MODELS, METRICS = tuple(TASK_LENGTHS), ("bahdanau", "transformer"), ("exact_match", "bleu")
+
 
 @dataclass(frozen=True)
 class Recipe:
-    """Everything that defines one training run; see the module docstring for the three."""
+    """Everything that defines one training run; see the module docstring for the three.
+
+    The fields are checked when a recipe is made: a task, a model and a metric named below;
+    positive integers for the sizes, steps long enough for the task's sentences and a width
+    divisible by the heads; ``target`` in (0, 1], ``lr > 0``, fractions in [0, 1).
+    """
 
     task: str  # "dates" or "translation"
     model: str  # "bahdanau" or "transformer"
@@ -61,6 +78,47 @@ class Recipe:
     dropout: float = 0.0
     label_smoothing: float = 0.0
     num_eval: int = 500  # validation examples decoded after each epoch
+
+    def __post_init__(self) -> None:
+        _check_recipe(self)
+
+
+def _check_recipe(recipe: Recipe) -> None:
+    """A :class:`Recipe`'s fields, each alone and against each other."""
+    for name, value, choices in (
+        ("task", recipe.task, TASKS),
+        ("model", recipe.model, MODELS),
+        ("metric", recipe.metric, METRICS),
+    ):
+        if value not in choices:
+            raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+    for name in (
+        "num_examples",
+        "num_steps",
+        "tgt_num_steps",
+        "num_epochs",
+        "batch_size",
+        "num_hiddens",
+        "num_layers",
+        "num_heads",
+        "num_eval",
+    ):
+        check_integer(name, getattr(recipe, name))
+    check_number("target", recipe.target, above=0, at_most=1, what="a score")
+    check_number("lr", recipe.lr, above=0)
+    for name in ("dropout", "label_smoothing"):
+        check_number(name, getattr(recipe, name), at_least=0, below=1, what="a fraction")
+    for name, longest in zip(("num_steps", "tgt_num_steps"), TASK_LENGTHS[recipe.task]):
+        if getattr(recipe, name) < longest + 1:
+            raise ValueError(
+                f"{name}={getattr(recipe, name)} would cut the {recipe.task} task's sentences "
+                f"(up to {longest} tokens and <eos>): use {name} >= {longest + 1}"
+            )
+    if recipe.model == "transformer" and recipe.num_hiddens % recipe.num_heads:
+        raise ValueError(
+            f"num_hiddens={recipe.num_hiddens} must be divisible by num_heads="
+            f"{recipe.num_heads}: each head gets an equal share of the width"
+        )
 
 
 RECIPES = {
@@ -102,6 +160,8 @@ class TimeToQuality:
 
 
 def make_splits(recipe: Recipe, seed: int) -> Splits:
+    """The splits of the :class:`Recipe`'s task, drawn from ``seed``, an integer."""
+    check_type("recipe", recipe, Recipe, "a Recipe, such as RECIPES['transformer-mt']")
     if recipe.task == "dates":
         return date_task(recipe.num_examples, seed=seed)
     if recipe.task == "translation":
@@ -110,7 +170,10 @@ def make_splits(recipe: Recipe, seed: int) -> Splits:
 
 
 def build_model(recipe: Recipe, src_vocab: Vocab, tgt_vocab: Vocab) -> EncoderDecoder:
-    """The recipe's encoder-decoder, initialised on the CPU."""
+    """The :class:`Recipe`'s encoder-decoder for two :class:`Vocab`, initialised on the CPU."""
+    check_type("recipe", recipe, Recipe, "a Recipe, such as RECIPES['transformer-mt']")
+    for name, vocab in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab)):
+        check_type(name, vocab, Vocab, "a Vocab")
     hiddens, layers = recipe.num_hiddens, recipe.num_layers
     encoder: nn.Module
     decoder: nn.Module
@@ -140,7 +203,9 @@ def evaluate(
     beam_size: int = 4,
     batch_size: int = 500,
 ) -> dict[str, float]:
-    """Decode every source of ``corpus`` and score it: exact match and BLEU (d2l's)."""
+    """Decode every source of ``corpus`` (a non-empty :class:`ParallelCorpus`) in batches of
+    ``batch_size`` (a positive integer) and score it: exact match and BLEU (d2l's)."""
+    _check_evaluate_arguments(model, corpus, src_vocab, tgt_vocab, recipe, batch_size)
     device = next(model.parameters()).device
     predictions: list[list[str]] = []
     for start in range(0, len(corpus.source), batch_size):
@@ -164,16 +229,38 @@ def evaluate(
     }
 
 
+def _check_evaluate_arguments(
+    model: nn.Module,
+    corpus: ParallelCorpus,
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    recipe: Recipe,
+    batch_size: int,
+) -> None:
+    check_type("model", model, nn.Module, "a torch.nn.Module")
+    check_type("corpus", corpus, ParallelCorpus, "a ParallelCorpus, such as splits.val")
+    if not corpus.source:
+        raise ValueError("corpus holds no sentence pairs; there is nothing to score")
+    for name, vocab in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab)):
+        check_type(name, vocab, Vocab, "a Vocab")
+    check_type("recipe", recipe, Recipe, "a Recipe, such as RECIPES['transformer-mt']")
+    check_integer("batch_size", batch_size)
+
+
 def run_recipe(
     name: str,
     seed: int = 0,
     device: torch.device | None = None,
     stop_at_target: bool = True,
 ) -> RecipeResult:
-    """Train recipe ``name`` from scratch and score it on the test split. The result holds the
-    training history, for ``plot_history(result.history)``."""
-    if name not in RECIPES:
+    """Train recipe ``name`` (a key of :data:`RECIPES`) from scratch, with an integer ``seed``,
+    and score it on the test split. The result holds the training history, for
+    ``plot_history(result.history)``."""
+    if not isinstance(name, str) or name not in RECIPES:
         raise ValueError(f"unknown recipe {name!r}; expected one of {', '.join(RECIPES)}")
+    check_seed(seed)
+    device = check_device(device)
+    check_type("stop_at_target", stop_at_target, bool, "True or False")
     recipe = RECIPES[name]
     torch.manual_seed(seed)
     splits = make_splits(recipe, seed)

@@ -11,6 +11,7 @@ import time
 import torch
 from torch import nn
 
+from companion._validate import check_device, check_seed
 from companion.data.tasks.pretraining import (
     agreement_task,
     bert_arrays,
@@ -28,8 +29,11 @@ def time_to_quality(seed: int = 0, device: torch.device | None = None) -> TimeTo
     20 epochs); the test accuracy is on 2,000 sentences seen by neither stage.
 
     ``seconds`` counts both stages, data generation excluded; ``epochs`` counts the
-    fine-tuning epochs (pretraining always runs its 10).
+    fine-tuning epochs (pretraining always runs its 10). ``seed`` is an integer; ``device`` a
+    ``torch.device``, its name, or ``None``.
     """
+    check_seed(seed)
+    device = check_device(device)
     device = device or get_device()
     vocab = bert_vocab()
     corpus = bert_arrays(pretraining_corpus(4000, seed=seed + 1), vocab, MAX_LEN)

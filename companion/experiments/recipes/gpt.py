@@ -15,6 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from companion._validate import check_callable, check_device, check_seed
 from companion.data.tasks.language import (
     NUM_STEPS,
     cross_entropy_per_token,
@@ -69,7 +70,11 @@ def time_to_quality(
 
     ``reached`` says whether the validation gap met the target, ``seconds`` counts training
     and evaluation, and ``score`` is the gap on a test corpus drawn with another seed.
+    ``seed`` is an integer; ``device`` a ``torch.device``, its name, or ``None``.
     """
+    check_seed(seed)
+    device = check_device(device)
+    check_callable("build", build, "a function build(vocab_size) returning (model, name)")
     device = device or get_device()
     torch.manual_seed(seed)
     vocab = language_model_vocab()

@@ -15,6 +15,13 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from companion._validate import (
+    check_device,
+    check_integer,
+    check_number,
+    check_seed,
+    check_type,
+)
 from companion.data.tasks.digits import ImageSet, load_digit_splits
 from companion.data.text import batches
 from companion.device import get_device
@@ -25,7 +32,13 @@ from companion.training.train import fit
 
 @torch.no_grad()
 def classification_accuracy(model: nn.Module, data: ImageSet, batch_size: int = 512) -> float:
-    """The fraction of ``data`` that ``model`` (images to logits) classifies correctly."""
+    """The fraction of ``data`` (a non-empty :class:`ImageSet`) that ``model`` (images to
+    logits) classifies correctly, in batches of ``batch_size``, a positive integer."""
+    check_type("model", model, nn.Module, "a torch.nn.Module")
+    check_type("data", data, ImageSet, "an ImageSet (images, labels), such as splits.test")
+    check_integer("batch_size", batch_size)
+    if len(data.labels) == 0:
+        raise ValueError("data holds no image; there is nothing to classify")
     device = next(model.parameters()).device
     correct = torch.zeros((), dtype=torch.long, device=device)
     with eval_mode(model):
@@ -38,13 +51,18 @@ def classification_accuracy(model: nn.Module, data: ImageSet, batch_size: int = 
 
 def classification_loss(model: nn.Module, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
     """Cross-entropy of ``model(images)`` against the labels: :func:`fit`'s ``loss_fn``."""
+    if len(batch) != 2:
+        raise ValueError(f"batch must be (images, labels); got a batch of {len(batch)} tensors")
     images, labels = batch
     return F.cross_entropy(model(images), labels)
 
 
 @dataclass(frozen=True)
 class DigitsRecipe:
-    """The settings that train the chapter's ViT on the digits (sec-vit)."""
+    """The settings that train the chapter's ViT on the digits (sec-vit), checked when made:
+    positive integer sizes, a width divisible by the heads, ``epochs_at_target`` at most
+    ``num_epochs``, ``lr > 0``, ``weight_decay >= 0``, ``dropout`` in [0, 1), ``target`` in
+    (0, 1]."""
 
     patch_size: int = 2
     num_hiddens: int = 32
@@ -58,6 +76,32 @@ class DigitsRecipe:
     weight_decay: float = 0.01
     target: float = 0.95
     epochs_at_target: int = 3  # time_to_quality stops after this many in a row on validation
+
+    def __post_init__(self) -> None:
+        for name in (
+            "patch_size",
+            "num_hiddens",
+            "mlp_num_hiddens",
+            "num_heads",
+            "num_blks",
+            "num_epochs",
+            "batch_size",
+            "epochs_at_target",
+        ):
+            check_integer(name, getattr(self, name))
+        check_number("dropout", self.dropout, at_least=0, below=1, what="a fraction")
+        check_number("lr", self.lr, above=0)
+        check_number("weight_decay", self.weight_decay, at_least=0)
+        check_number("target", self.target, above=0, at_most=1, what="an accuracy")
+        if self.epochs_at_target > self.num_epochs:
+            raise ValueError(
+                f"epochs_at_target={self.epochs_at_target} can never be met in "
+                f"num_epochs={self.num_epochs}"
+            )
+        if self.num_hiddens % self.num_heads:
+            raise ValueError(
+                f"num_hiddens={self.num_hiddens} must be divisible by num_heads={self.num_heads}"
+            )
 
     def make_vit(self, img_size: int = 8, in_channels: int = 1) -> nn.Module:
         """The chapter's ViT, freshly initialised from torch's global generator."""
@@ -88,7 +132,10 @@ def train_classifier(
     **options: Any,
 ) -> dict[str, list[Any]]:
     """Train an image classifier with :func:`companion.training.train.fit` and the cross-entropy
-    loss, on batches shuffled by a generator seeded with ``seed``. ``options`` are ``fit``'s."""
+    loss, on ``data`` (an :class:`ImageSet`) in batches shuffled by a generator seeded with
+    ``seed``, an integer. ``options`` are ``fit``'s."""
+    check_type("data", data, ImageSet, "an ImageSet (images, labels), such as splits.train")
+    check_seed(seed)
     generator = torch.Generator().manual_seed(seed)
     return fit(
         model,
@@ -116,8 +163,11 @@ def time_to_quality(seed: int = 0, device: torch.device | None = None) -> TimeTo
 
     ``reached`` says whether the validation accuracy met the target at the last
     ``epochs_at_target`` epochs, ``seconds`` counts training and the per-epoch evaluations
-    (after the data are built), and ``score`` is the test accuracy.
+    (after the data are built), and ``score`` is the test accuracy. ``seed`` is an integer;
+    ``device`` a ``torch.device``, its name, or ``None``.
     """
+    check_seed(seed)
+    device = check_device(device)
     recipe = DigitsRecipe()
     device = device or get_device()
     splits = load_digit_splits(seed)
