@@ -28,7 +28,7 @@ export COMPANION_PROGRESS := off
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 .PHONY: all setup book student nbgrader unit test test-foreign claims site-test site-test-debs \
-	install-check colab-check outputs lint lock clean
+	install-check colab-check outputs benchmarks lint lock clean
 
 # $(call check-python,INTERPRETER): stop with a clear message unless it is a supported Python.
 check-python = $(1) -c 'import sys; v = "%d.%d" % sys.version_info[:2]; \
@@ -140,6 +140,16 @@ colab-check: $(STAMP)
 outputs: $(STAMP)
 	$(BIN)/python -m tools.notebooks execute $(NOTEBOOKS)
 	$(BIN)/python -m tools.instructor_guide
+
+# The measurements of the book's page of benchmarks (book/benchmarks.ipynb), on the CPU in the
+# pinned environment above, into book/benchmarks/NAME-cpu.json; BENCHMARKS= re-runs only some.
+# A GPU's files: COMPANION_DEVICE=cuda python -m companion.bench NAME --output
+# book/benchmarks/NAME-gpu.json. Then `make outputs NOTEBOOKS=book/benchmarks.ipynb` shows them.
+BENCHMARKS ?= attention train tokenizer decode
+benchmarks: $(STAMP)
+	for name in $(BENCHMARKS); do \
+	    $(BIN)/python -m companion.bench $$name --output book/benchmarks/$$name-cpu.json || exit 1; \
+	done
 
 # ruff's lint and format, and mypy over companion, tools and conftest.py (pyproject.toml).
 lint: $(STAMP)
