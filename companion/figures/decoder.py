@@ -6,12 +6,41 @@ the figure when given ``path=``.
 
 from __future__ import annotations
 
+import numbers
 import statistics
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from companion._validate import check_integer, describe
 from companion.figures.plot import _finish
+
+
+def _check_gaps(gaps: object, by_length: bool = False) -> None:
+    """``gaps``: a dict of variant (or scheme) -> a non-empty list of gaps, one per seed; with
+    ``by_length``, of scheme -> length -> such a list."""
+    wanted = (
+        "gaps must map each scheme to lengths, each with a non-empty list of gaps (one per seed)"
+        if by_length
+        else "gaps must map each variant's name to a non-empty list of gaps (one per seed)"
+    )
+    if not isinstance(gaps, Mapping) or not gaps:
+        raise ValueError(f"{wanted}; got {describe(gaps)}")
+    for name, row in gaps.items():
+        if by_length and (not isinstance(row, Mapping) or not row):
+            raise ValueError(f"{wanted}; gaps[{name!r}] is {describe(row)}")
+        for key, values in row.items() if by_length else [(None, row)]:
+            where = f"gaps[{name!r}]" + ("" if key is None else f"[{key!r}]")
+            if key is not None:
+                check_integer(f"{where}'s length", key)
+            if (
+                not isinstance(values, Sequence)
+                or isinstance(values, str)
+                or not values
+                or not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values)
+            ):
+                raise ValueError(f"{wanted}; {where} is {describe(values)}")
 
 
 def plot_ablation(
@@ -23,8 +52,7 @@ def plot_ablation(
     """One row per variant, top to bottom in the order of ``gaps`` (name -> the gap to the
     entropy floor of each seed): each seed a dot, the mean a bar, and a line from the lowest to
     the highest seed, the spread."""
-    if not gaps or any(len(values) == 0 for values in gaps.values()):
-        raise ValueError("gaps must map each variant's name to a non-empty list of gaps")
+    _check_gaps(gaps)
     fig, ax = plt.subplots(figsize=figsize)
     for row, values in enumerate(gaps.values()):
         ax.plot([min(values), max(values)], [row, row], color="C0", lw=1)
@@ -47,9 +75,10 @@ def plot_length(
     """The gap to the entropy floor against the evaluation length, one line per position
     scheme (``gaps``: scheme -> length -> the gap of each seed): the line joins the means, the
     dots are the seeds, and a dashed line marks the training length. The gap axis is
-    logarithmic when every gap is positive, so that small gaps stay apart beside large ones."""
-    if not gaps or any(not seeds for row in gaps.values() for seeds in row.values()):
-        raise ValueError("gaps must map each scheme to lengths, each with a non-empty list")
+    logarithmic when every gap is positive, so that small gaps stay apart beside large ones.
+    ``train_length`` is a positive integer."""
+    check_integer("train_length", train_length)
+    _check_gaps(gaps, by_length=True)
     fig, ax = plt.subplots(figsize=figsize)
     for i, (scheme, row) in enumerate(gaps.items()):
         lengths = sorted(row)

@@ -15,6 +15,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
+from companion._validate import check_integer, check_number, check_sequence
+
 COLORS = {
     "query": "#f4a259",
     "key": "#5b8def",
@@ -115,9 +117,19 @@ def _arrow(
         ax.text(middle[0], middle[1] + 0.15, text, fontsize=8, color=color, ha="center")
 
 
+def _check_weights(weights: tuple[float, ...]) -> None:
+    check_sequence("weights", weights, "a list of attention weights, one per key")
+    for i, weight in enumerate(weights):
+        check_number(f"weights[{i}]", weight, at_least=0)
+    if not weights or max(weights) == 0:
+        raise ValueError(f"weights must hold at least one weight above 0; got {weights!r}")
+
+
 def draw_attention_step(weights: tuple[float, ...] = (0.1, 0.6, 0.3)) -> Figure:
     """One attention step (sec-attention-pooling): a query scores every key, softmax turns the
-    scores into weights, and the output is the weighted sum of the values."""
+    scores into weights, and the output is the weighted sum of the values. ``weights``: one
+    per key, numbers >= 0, not all 0."""
+    _check_weights(weights)
     fig, ax = _canvas(12, 5.4, (8.5, 3.9))
     query = _box(ax, 1.0, 2.6, "query $q$", "query", width=1.5)
     output = _box(ax, 11.0, 2.6, "output\n$\\sum_i \\alpha_i v_i$", "value", width=1.5, height=1.0)
@@ -211,7 +223,9 @@ def draw_bahdanau_decoder() -> Figure:
 
 def draw_multihead(num_heads: int = 3) -> Figure:
     """Multi-head attention (sec-multihead-attention): project, split into heads, attend in
-    each head separately, concatenate, and mix the heads with W_o."""
+    each head separately, concatenate, and mix the heads with W_o. ``num_heads`` is a positive
+    integer."""
+    check_integer("num_heads", num_heads)
     fig, ax = _canvas(11, 6, (8.5, 4.6))
     inputs = _box(ax, 1.0, 3.0, "queries,\nkeys,\nvalues", "plain", width=1.4, height=1.4)
     concat = _box(ax, 8.5, 3.0, "concat", "plain", width=1.2)
@@ -326,7 +340,9 @@ def draw_norm_placement() -> Figure:
 
 def draw_kv_cache(num_steps: int = 4) -> Figure:
     """The KV cache across decoding steps (sec-transformer): at each step only the new
-    token's key and value are computed; the earlier ones are read from the cache."""
+    token's key and value are computed; the earlier ones are read from the cache.
+    ``num_steps`` is a positive integer."""
+    check_integer("num_steps", num_steps)
     fig, ax = _canvas(num_steps + 4.5, num_steps + 1.4, (7, 4.2))
     for step in range(num_steps):
         y = num_steps - step
@@ -367,7 +383,10 @@ def draw_kv_cache(num_steps: int = 4) -> Figure:
 
 def draw_vit_patching(image_size: int = 8, patch_size: int = 4) -> Figure:
     """ViT patching (sec-vit): the image is cut into non-overlapping patches, each flattened
-    and projected to a token; a learned [CLS] token goes first and positions are added."""
+    and projected to a token; a learned [CLS] token goes first and positions are added.
+    ``image_size`` and ``patch_size`` are positive integers, the patch dividing the image."""
+    if check_integer("image_size", image_size) % check_integer("patch_size", patch_size):
+        raise ValueError(f"patch_size={patch_size} must divide image_size={image_size}")
     grid = image_size // patch_size
     fig, ax = _canvas(12, 6.2, (8.5, 4.4))
     cell = 4.0 / image_size

@@ -12,7 +12,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from companion.figures.plot import _as_numpy, _finish
+from companion._validate import check_sequence
+from companion.figures.plot import _as_numpy, _check_labels, _finish
 
 
 def show_masks(
@@ -26,13 +27,19 @@ def show_masks(
     """Boolean attention masks side by side, ``masks`` of shape ``(num_masks, queries,
     keys)``: dark where the query (row) may attend to the key (column), light where it may
     not. Unlike :func:`companion.figures.plot.show_heatmaps`, the colours are fixed to 0 and 1, so a
-    mask that lets everything through is drawn dark, not scaled to its own range."""
+    mask that lets everything through is drawn dark, not scaled to its own range. ``titles`` is a
+    list with a title per mask; ``labels``, if given, one per query and key (a str: one per
+    character)."""
+    check_sequence("titles", titles, "a list of titles, one per mask")
     masks = torch.as_tensor(_as_numpy(masks))
     if masks.dim() != 3 or masks.shape[0] != len(titles):
         raise ValueError(
             f"masks must have shape (len(titles)={len(titles)}, queries, keys); "
             f"got {tuple(masks.shape)}"
         )
+    if labels is not None:
+        _check_labels("labels", labels, masks.shape[2], "keys", text=True)
+        _check_labels("labels", labels, masks.shape[1], "queries", text=True)
     fig, axes = plt.subplots(1, len(titles), figsize=figsize, sharey=True, squeeze=False)
     for ax, mask, title in zip(axes[0], masks.float(), titles):
         ax.imshow(mask.numpy(), cmap="Blues", vmin=0, vmax=1)

@@ -6,13 +6,16 @@ notebook cell shows the figure once. Pass ``path=`` to also save it (PNG, PDF or
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure, SubFigure
+
+from companion._validate import check_number, check_sequence, check_type, describe
 
 
 def _as_numpy(data):
@@ -23,7 +26,30 @@ def _as_numpy(data):
 
 def _finish(fig: Figure | SubFigure, path: str | Path | None) -> None:
     if path is not None:  # the whole figure: a subfigure (axes given by the caller) cannot save
+        check_type("path", path, (str, os.PathLike), "a file's path, a str or a Path, or None")
         fig.figure.savefig(path, bbox_inches="tight")
+
+
+def _check_labels(
+    name: str, labels: Sequence[str], count: int, things: str, text: bool = False
+) -> None:
+    """``labels``: a list (with ``text``, a str too: a label per character) of ``count``
+    labels, one for each of the ``things``, e.g. ``"curves"``."""
+    if not (text and isinstance(labels, str)):
+        check_sequence(name, labels, f"a list of labels, one for each of the {things}")
+    if len(labels) != count:
+        raise ValueError(f"{name} has {len(labels)} labels for {count} {things}")
+
+
+def _check_curves(X: list, Y: list, legend: Sequence[str] | None, fmts: Sequence[str]) -> None:
+    """What :func:`plot` draws, once ``X`` and ``Y`` are lists of curves."""
+    if len(X) not in (1, len(Y)):
+        raise ValueError(f"X holds {len(X)} curves' x values for the {len(Y)} curves of Y")
+    check_sequence("fmts", fmts, "a list of line formats such as ('-', 'm--')")
+    if len(fmts) < len(Y):
+        raise ValueError(f"fmts has {len(fmts)} formats for {len(Y)} curves: pass one per curve")
+    if legend is not None:
+        _check_labels("legend", legend, len(Y), "curves")
 
 
 def plot(
@@ -44,9 +70,19 @@ def plot(
 ) -> None:
     """Plot one or several curves, with d2l's signature.
 
-    ``X`` and ``Y`` are each a tensor, an array, a list of numbers or a list of those. With
-    ``Y`` omitted, ``X`` is plotted against its index.
+    ``X`` and ``Y`` are each a tensor, an array, a list of numbers or a list of those (never
+    empty; a dict of curves is ``list(d.values())``, with ``legend=list(d)``). With ``Y``
+    omitted, ``X`` is plotted against its index. ``legend`` has one label per curve and
+    ``fmts`` a format for each.
     """
+    for name, data in (("X", X), ("Y", Y)):
+        if isinstance(data, Mapping):
+            raise TypeError(
+                f"{name} must be a curve or a list of curves; got a dict: pass "
+                "list(d.values()), with legend=list(d)"
+            )
+        if data is not None and not isinstance(data, str) and len(data) == 0:
+            raise ValueError(f"{name} is empty; there is nothing to plot")
 
     def has_one_axis(data) -> bool:
         return (
@@ -61,6 +97,7 @@ def plot(
         X, Y = [[]] * len(X), X
     elif has_one_axis(Y):
         Y = [Y]
+    _check_curves(X, Y, legend, fmts)
     if len(X) != len(Y):
         X = X * len(Y)
     fig: Figure | SubFigure
@@ -101,18 +138,20 @@ def show_heatmaps(
     """Show a grid of heatmaps, with d2l's signature.
 
     ``matrices`` has shape ``(rows, cols, queries, keys)``; a single ``(queries, keys)`` matrix
-    is shown on its own. ``titles`` names the columns. Tick labels, when given, label the keys
-    (x) and the queries (y), for example with tokens.
+    is shown on its own; no axis may be empty. ``titles`` names the columns, one title each.
+    Tick labels, when given, label the keys (x) and the queries (y), one per key or query, for
+    example with tokens (a str gives one label per character).
     """
     matrices = torch.as_tensor(_as_numpy(matrices))
     if matrices.dim() == 2:
         matrices = matrices[None, None]
-    if matrices.dim() != 4:
+    if matrices.dim() != 4 or 0 in matrices.shape:
         raise ValueError(
-            "matrices must have shape (rows, cols, queries, keys) or (queries, keys); "
-            f"got {tuple(matrices.shape)}"
+            "matrices must have shape (rows, cols, queries, keys) or (queries, keys), no axis "
+            f"empty; got {tuple(matrices.shape)}"
         )
     num_rows, num_cols = matrices.shape[:2]
+    _check_heatmap_labels(matrices.shape, titles, xticklabels, yticklabels)
     fig, axes = plt.subplots(
         num_rows, num_cols, figsize=figsize, sharex=True, sharey=True, squeeze=False
     )
@@ -133,6 +172,21 @@ def show_heatmaps(
     _finish(fig, path)
 
 
+def _check_heatmap_labels(
+    shape: torch.Size,
+    titles: Sequence[str] | None,
+    xticklabels: Sequence[str] | None,
+    yticklabels: Sequence[str] | None,
+) -> None:
+    """:func:`show_heatmaps`'s labels: a title per column, a tick label per key and query."""
+    if titles:
+        _check_labels("titles", titles, shape[1], "columns")
+    if xticklabels is not None:
+        _check_labels("xticklabels", xticklabels, shape[3], "keys", text=True)
+    if yticklabels is not None:
+        _check_labels("yticklabels", yticklabels, shape[2], "queries", text=True)
+
+
 def plot_kernel_regression(
     x_train,
     y_train,
@@ -145,8 +199,10 @@ def plot_kernel_regression(
     """Training pairs as dots and one line per curve over ``x_test`` (sec-attention-pooling).
 
     ``curves`` maps a legend label to the ``(len(x_test),)`` values to draw, for example
-    ``{"truth": y_truth, "Nadaraya-Watson": predictions}``.
+    ``{"truth": y_truth, "Nadaraya-Watson": predictions}``; ``x_train`` and ``y_train`` have
+    one length.
     """
+    _check_regression_curves(x_train, y_train, x_test, curves)
     fig, axes = plt.subplots(figsize=figsize)
     plot(
         x_test,
@@ -161,6 +217,25 @@ def plot_kernel_regression(
     _finish(fig, path)
 
 
+def _check_regression_curves(
+    x_train: Sequence[float], y_train: Sequence[float], x_test: Sequence[float], curves: object
+) -> None:
+    if len(x_train) != len(y_train):
+        raise ValueError(
+            f"x_train and y_train must have the same length; got {len(x_train)} and {len(y_train)}"
+        )
+    if not isinstance(curves, Mapping) or not curves:
+        raise TypeError(
+            "curves must be a non-empty dict of legend label -> values over x_test, such as "
+            f"{{'truth': y_truth}}; got {describe(curves)}"
+        )
+    for label, values in curves.items():
+        if len(values) != len(x_test):
+            raise ValueError(
+                f"curves[{label!r}] has {len(values)} values for the {len(x_test)} points of x_test"
+            )
+
+
 def plot_history(
     history: dict[str, list],
     figsize: tuple[float, float] = (7.0, 2.5),
@@ -171,8 +246,14 @@ def plot_history(
     sec-transformer).
 
     Left: the training loss per epoch. Right: every held-out metric at the epochs where it
-    was evaluated.
+    was evaluated. ``history`` is the dict :func:`~companion.training.train.fit` returns.
     """
+    if not isinstance(history, Mapping) or not {"epoch", "loss"} <= set(history):
+        hint = ": pass its .history" if hasattr(history, "history") else ""
+        raise TypeError(
+            "history must be the dict fit returns, with 'epoch' and 'loss' lists; got "
+            f"{describe(history)}{hint}"
+        )
     metrics = [name for name in history if name not in ("epoch", "loss", "lr", "seconds")]
     fig, (loss_axes, metric_axes) = plt.subplots(1, 2, figsize=figsize)
     plot(history["epoch"], history["loss"], "epoch", "training loss", axes=loss_axes)
@@ -201,8 +282,10 @@ def plot_attention(
 
     ``weights`` is ``(target, source)`` for one layer and head, or ``(layers, heads, target,
     source)`` for a grid with a row per layer and a column per head; longer weight axes (such
-    as padding) are cut to the given tokens. ``titles`` names the columns (default: heads).
+    as padding) are cut to the given tokens, lists of tokens (a str gives one token per
+    character). ``titles`` names the columns (default: heads); ``cell_size`` is a number > 0.
     """
+    check_number("cell_size", cell_size, above=0)
     weights = torch.as_tensor(_as_numpy(weights)).float()
     if weights.dim() == 2:
         weights = weights[None, None]
@@ -211,6 +294,7 @@ def plot_attention(
             "weights must have shape (target, source) or (layers, heads, target, source); "
             f"got {tuple(weights.shape)}"
         )
+    _check_tokens_fit(weights.shape, source_tokens, target_tokens)
     weights = weights[..., : len(target_tokens), : len(source_tokens)]
     num_layers, num_heads = weights.shape[:2]
     if titles is None and num_heads > 1:
@@ -227,3 +311,20 @@ def plot_attention(
         yticklabels=list(target_tokens),
         path=path,
     )
+
+
+def _check_tokens_fit(
+    shape: torch.Size, source_tokens: Sequence[str], target_tokens: Sequence[str]
+) -> None:
+    """:func:`plot_attention`'s tokens: as many as the weights have steps at most, at least one."""
+    for name, tokens, steps, axis in (
+        ("source_tokens", source_tokens, shape[-1], "source"),
+        ("target_tokens", target_tokens, shape[-2], "target"),
+    ):
+        if not isinstance(tokens, str):
+            check_sequence(name, tokens, "a list of tokens (a str: one token per character)")
+        if not 0 < len(tokens) <= steps:
+            raise ValueError(
+                f"{name} holds {len(tokens)} tokens for weights of {steps} {axis} steps: "
+                "one token per step, at least one (a str is one token per character)"
+            )

@@ -7,12 +7,14 @@ the figure when given ``path=``.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 
+from companion._validate import check_integer, check_number, check_sequence, describe
 from companion.experiments.published import (
     CHINCHILLA_OPTIMAL,
     KAPLAN_D,
@@ -37,12 +39,13 @@ def plot_learning_curves(
     path: str | Path | None = None,
 ) -> None:
     """Test accuracy against the number of labelled examples (log scale), one curve per
-    entry of ``accuracies``: ``accuracies[name][i]`` holds the runs (seeds) at ``sizes[i]``.
-    The line joins the means; each run is a dot, so the spread shows."""
+    entry of ``accuracies``: ``accuracies[name][i]`` holds the runs (seeds) at ``sizes[i]``,
+    at least one. The line joins the means; each run is a dot, so the spread shows. ``sizes``
+    are positive integers, at most four curves are drawn, and ``chance`` is ``None`` or a number
+    in [0, 1]."""
+    _check_learning_curves(sizes, accuracies, chance)
     fig, ax = plt.subplots(figsize=figsize)
     for (name, runs), color in zip(accuracies.items(), COLORS):
-        if len(runs) != len(sizes):
-            raise ValueError(f"accuracies[{name!r}] has {len(runs)} entries for {len(sizes)} sizes")
         means = [float(np.mean(r)) for r in runs]
         ax.plot(sizes, means, "-o", color=color, label=name)
         for size, r in zip(sizes, runs):
@@ -57,6 +60,32 @@ def plot_learning_curves(
     ax.grid(True)
     ax.legend()
     _finish(fig, path)
+
+
+def _check_learning_curves(sizes: Sequence[int], accuracies: object, chance: object) -> None:
+    check_sequence("sizes", sizes, "a list of numbers of labelled examples")
+    for i, size in enumerate(sizes):
+        check_integer(f"sizes[{i}]", size)
+    if not isinstance(accuracies, Mapping) or not accuracies:
+        raise TypeError(
+            "accuracies must be a non-empty dict of curve name -> runs per size; got "
+            f"{describe(accuracies)}"
+        )
+    if len(accuracies) > len(COLORS):
+        raise ValueError(
+            f"accuracies has {len(accuracies)} curves; the figure has colours for {len(COLORS)}"
+        )
+    for name, runs in accuracies.items():
+        if len(runs) != len(sizes):
+            raise ValueError(f"accuracies[{name!r}] has {len(runs)} entries for {len(sizes)} sizes")
+        for i, r in enumerate(runs):
+            if not r or not all(isinstance(v, numbers.Real) for v in r):
+                raise ValueError(
+                    f"accuracies[{name!r}][{i}] must be a non-empty list of accuracies, one per "
+                    f"run; got {describe(r)}"
+                )
+    if chance is not None:
+        check_number("chance", chance, at_least=0, at_most=1, what="an accuracy")
 
 
 def plot_t5_objectives(
@@ -92,7 +121,10 @@ def plot_scaling_laws(
 ) -> None:
     """Left: Kaplan et al.'s fitted laws L(N) and L(D) over the ranges they were fitted on.
     Right: Hoffmann et al.'s compute-optimal tokens per model size (Table 3), with the line
-    ``tokens = 20 * parameters``; ``ours = (parameters, tokens)`` marks another model."""
+    ``tokens = 20 * parameters``; ``ours = (parameters, tokens)``, two positive numbers, marks
+    another model."""
+    if ours is not None:
+        _check_ours(ours)
     fig, (left, right) = plt.subplots(1, 2, figsize=figsize)
     for law, key, label, color in (
         (KAPLAN_N, "N", "parameters N", "C0"),
@@ -133,7 +165,10 @@ def plot_scaling_measurement(
 ) -> None:
     """The gap to the entropy floor against the non-embedding parameters N, on log scales, one
     line per budget of training sentences: the mean over seeds, with a band from the lowest to
-    the highest seed (``python -m companion.bench scaling``'s results, sec-pretraining)."""
+    the highest seed (``python -m companion.bench scaling``'s results, sec-pretraining): a dict
+    with ``settings`` (``widths``, ``steps``, at most two budgets, ``batch_size``),
+    ``parameters`` and ``gaps``."""
+    _check_scaling_results(results)
     fig, axes = plt.subplots(figsize=figsize)
     widths = results["settings"]["widths"]
     params = [results["parameters"][str(w)] for w in widths]
@@ -158,3 +193,31 @@ def plot_scaling_measurement(
     axes.legend(fontsize=8)
     fig.tight_layout()
     _finish(fig, path)
+
+
+def _check_scaling_results(results: object) -> None:
+    """:func:`plot_scaling_measurement`'s ``results``, as ``python -m companion.bench scaling``
+    writes them."""
+    settings = results.get("settings") if isinstance(results, Mapping) else None
+    if (
+        not isinstance(results, Mapping)
+        or not {"settings", "parameters", "gaps"} <= set(results)
+        or not isinstance(settings, Mapping)
+        or not {"widths", "steps", "batch_size"} <= set(settings)
+    ):
+        raise ValueError(
+            "results must be what python -m companion.bench scaling writes: settings (widths, "
+            f"steps, batch_size), parameters and gaps; got {describe(results)}"
+        )
+    if len(settings["steps"]) > 2:
+        raise ValueError(
+            f"results hold {len(settings['steps'])} budgets of steps; the figure has colours for 2"
+        )
+
+
+def _check_ours(ours: tuple[float, float]) -> None:
+    check_sequence("ours", ours, "a pair (parameters, tokens)")
+    if len(ours) != 2:
+        raise ValueError(f"ours must be a pair (parameters, tokens); got {ours!r}")
+    for name, value in zip(("ours[0], the parameters", "ours[1], the tokens"), ours):
+        check_number(name, value, above=0)

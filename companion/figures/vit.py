@@ -12,7 +12,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from companion.figures.plot import _as_numpy, _finish
+from companion._validate import check_sequence
+from companion.figures.plot import _as_numpy, _check_labels, _finish
 
 
 def show_cls_attention(
@@ -28,9 +29,11 @@ def show_cls_attention(
 
     ``images`` is ``(rows, h, w)``; ``maps`` is ``(rows, cols, grid_h, grid_w)``, one map per
     column (for example per layer and head), each upsampled to the image by repeating every
-    patch's weight over its pixels and drawn in red over the grey digit. Column 0 shows the
-    image alone; ``titles`` names the other columns. Each map uses its own colour range.
+    patch's weight over its pixels and drawn in red over the grey digit: the grid must divide
+    the image. Column 0 shows the image alone; ``titles`` (a list) names the other columns,
+    ``row_labels``, if given, the rows. Each map uses its own colour range.
     """
+    check_sequence("titles", titles, "a list of titles, one per column of maps")
     images, maps = torch.as_tensor(_as_numpy(images)), torch.as_tensor(_as_numpy(maps))
     if images.dim() != 3 or maps.dim() != 4 or maps.shape[:2] != (len(images), len(titles)):
         raise ValueError(
@@ -39,6 +42,13 @@ def show_cls_attention(
         )
     rows, cols = maps.shape[:2]
     h, w = images.shape[-2:]
+    if maps.shape[-2] == 0 or maps.shape[-1] == 0 or h % maps.shape[-2] or w % maps.shape[-1]:
+        raise ValueError(
+            f"each map's grid must divide the images: grids {tuple(maps.shape[-2:])} of patches "
+            f"over images of {h}x{w} pixels"
+        )
+    if row_labels is not None:
+        _check_labels("row_labels", row_labels, rows, "rows")
     scale = (h // maps.shape[-2], w // maps.shape[-1])
     fig, axes = plt.subplots(rows, cols + 1, figsize=figsize, squeeze=False)
     for i in range(rows):
