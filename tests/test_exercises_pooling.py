@@ -7,6 +7,7 @@ import re
 
 import torch
 
+from companion import NWKernelRegression, nadaraya_watson
 from companion.data.regression import kernel_regression_data
 from companion.exercises import check_gaussian_weights, check_laplace_pooling
 
@@ -16,6 +17,11 @@ def gaussian(queries, keys, bandwidth, axis=-1, scale=True, half=True):
     if scale:
         distances = distances / bandwidth
     return torch.softmax(-(distances**2) / (2 if half else 1), dim=axis)
+
+
+def divided_by_sigma(queries, keys, bandwidth):
+    """The commonest slip with bandwidths: the squared distance over sigma, not sigma^2."""
+    return torch.softmax(-((queries[:, None] - keys[None, :]) ** 2) / (2 * bandwidth), dim=-1)
 
 
 def test_gaussian_weights_pass(capsys):
@@ -28,6 +34,7 @@ def test_gaussian_weights_hints(capsys):
         (lambda q, k, b: gaussian(q, k, b, axis=0), "softmax over the wrong axis"),
         (lambda q, k, b: gaussian(q, k, b, scale=False), "the bandwidth is missing"),
         (lambda q, k, b: gaussian(q, k, b, half=False), "the factor 1/2 is missing"),
+        (divided_by_sigma, "divided by the bandwidth, not by its square"),
         (lambda q, k, b: gaussian(q, k, b) + 0.1, "values differ first at position (0, 0)"),
         (lambda q, k, b: gaussian(q, k, b) * torch.nan, "NaN at position (0, 0)"),
         (lambda q, k, b: gaussian(q, k, b).tolist(), "expected a torch.Tensor, got list"),
@@ -89,3 +96,20 @@ def test_solutions_hard_wired_to_the_chapter_fail(capsys):
         assert "hint: shape: expected" in capsys.readouterr().out
         assert not check_laplace_pooling(laplace_pooling, seed=seed)
         assert "error: laplace_pooling raised RuntimeError" in capsys.readouterr().out
+
+
+def test_an_answer_that_calls_the_chapters_pooling_fails(capsys):
+    """Right numbers, but the exercise is to compute them: calling the chapter's pooling, by
+    any name, breaks its rule."""
+
+    def shortcut_weights(queries, keys, bandwidth):
+        return nadaraya_watson(queries, keys, torch.zeros_like(keys), bandwidth)[1]
+
+    def shortcut_pooling(queries, keys, values, bandwidth):
+        return NWKernelRegression(w=1 / bandwidth)(queries, keys, values)  # a Gaussian anyway
+
+    assert not check_gaussian_weights(shortcut_weights, seed=0)
+    assert "calls the chapter's own pooling" in capsys.readouterr().out
+    assert not check_laplace_pooling(shortcut_pooling, seed=0)
+    assert "calls the chapter's own pooling" in capsys.readouterr().out
+    assert check_gaussian_weights(gaussian, seed=0)  # torch.softmax itself is allowed
