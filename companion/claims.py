@@ -22,6 +22,8 @@ import json
 import math
 import os
 
+from companion._validate import check_number, check_type, describe
+
 LOG_VARIABLE = "COMPANION_CLAIMS_LOG"
 # The cell tag of a cell that prints results of training; the test configuration maps it to
 # nbval's ignore-output (conftest.py).
@@ -37,13 +39,12 @@ def claim(
 ) -> None:
     """Assert ``above < value < below`` (either bound may be left out).
 
-    ``statement`` is the claim in the prose's words; it names the failure. A value that is not
-    a finite number fails too, so a diverged run (NaN) never passes quietly. It returns
-    nothing, so a claim on a cell's last line prints nothing.
+    ``statement`` is the claim in the prose's words (a str); it names the failure. ``value`` is
+    a number, a bool or a one-element tensor or array; the bounds are numbers, ``above`` less
+    than ``below``. A value that is not a finite number fails too, so a diverged run (NaN)
+    never passes quietly. It returns nothing, so a claim on a cell's last line prints nothing.
     """
-    if above is None and below is None:
-        raise ValueError(f"claim {statement!r} needs a bound: give above=, below= or both")
-    value = float(value)
+    value = _check_claim(statement, value, above, below)
     held = (
         math.isfinite(value)
         and (above is None or value > above)
@@ -57,6 +58,24 @@ def claim(
             if bound is not None
         )
         raise ClaimError(f"claim does not hold: {statement}: {value:.4g} is not {bounds}")
+
+
+def _check_claim(statement: str, value: float, above: float | None, below: float | None) -> float:
+    """:func:`claim`'s arguments, checked; ``value`` as a float."""
+    check_type("statement", statement, str, "the claim in the prose's words, a str")
+    if above is None and below is None:
+        raise ValueError(f"claim {statement!r} needs a bound: give above=, below= or both")
+    for name, bound in (("above", above), ("below", below)):
+        if bound is not None:
+            check_number(name, bound, finite=False)
+    if above is not None and below is not None and not above < below:
+        raise ValueError(f"claim {statement!r}: above={above} must be less than below={below}")
+    one_number = isinstance(value, (int, float)) or (
+        hasattr(value, "shape") and math.prod(value.shape) == 1
+    )
+    if isinstance(value, str) or not one_number:
+        raise ValueError(f"claim {statement!r}: value must be one number; got {describe(value)}")
+    return float(value)  # a number, or a one-element tensor or array
 
 
 def _log(

@@ -12,6 +12,8 @@ import platform
 
 import torch
 
+from companion._validate import describe
+
 DEVICE_VARIABLE = "COMPANION_DEVICE"
 CHOICES = ("auto", "cpu", "cuda", "mps")
 
@@ -26,14 +28,17 @@ def get_device(name: str | None = None) -> torch.device:
 
     ``auto`` picks CUDA, then Apple's MPS, then the CPU, so a Colab GPU runtime is used without
     any change to a notebook. Naming a device that this machine does not have raises a
-    ``RuntimeError`` instead of silently falling back to the CPU.
+    ``RuntimeError`` instead of silently falling back to the CPU. ``name`` is a str or None.
     """
+    if name is not None and not isinstance(name, str):
+        raise TypeError(
+            f"name must be one of {', '.join(CHOICES)} (a str) or None; got {describe(name)}"
+        )
     requested = name if name is not None else os.environ.get(DEVICE_VARIABLE, "auto")
     requested = requested.strip().lower() or "auto"
     if requested not in CHOICES:
-        raise ValueError(
-            f"{DEVICE_VARIABLE} must be one of {', '.join(CHOICES)}; got {requested!r}"
-        )
+        source = "name" if name is not None else DEVICE_VARIABLE
+        raise ValueError(f"{source} must be one of {', '.join(CHOICES)}; got {requested!r}")
     if requested == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")

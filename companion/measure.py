@@ -17,6 +17,7 @@ starts.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -26,11 +27,22 @@ from typing import Any
 
 import torch
 
+from companion._validate import check_device
 from companion.repro import configured_threads
 
 
+def _device(device: object) -> torch.device:
+    """``device``, a ``torch.device`` or its name such as ``"cpu"``, as a ``torch.device``."""
+    checked = check_device(device)
+    if checked is None:
+        raise TypeError("device must be a torch.device or a name such as 'cpu'; got None")
+    return checked
+
+
 def use_threads(device: torch.device) -> int | None:
-    """On the CPU, set torch's thread count from ``$COMPANION_NUM_THREADS`` and return it."""
+    """On the CPU, set torch's thread count from ``$COMPANION_NUM_THREADS`` and return it.
+    ``device`` is a ``torch.device`` or its name."""
+    device = _device(device)
     if device.type != "cpu":
         return None
     threads = configured_threads()
@@ -93,6 +105,8 @@ class _NoProbe:
 
 
 def memory_probe(device: torch.device) -> _RSSProbe | _CUDAProbe | _NoProbe:
+    """A probe of the peak memory of a step on ``device``, a ``torch.device`` or its name."""
+    device = _device(device)
     if device.type == "cuda":
         return _CUDAProbe(device)
     if device.type == "cpu":
@@ -102,7 +116,9 @@ def memory_probe(device: torch.device) -> _RSSProbe | _CUDAProbe | _NoProbe:
 
 
 def synchronize(device: torch.device) -> None:
-    """Wait for the kernels queued on ``device``: GPU work runs asynchronously."""
+    """Wait for the kernels queued on ``device`` (a ``torch.device`` or its name): GPU work runs
+    asynchronously."""
+    device = _device(device)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     elif device.type == "mps":
@@ -122,9 +138,11 @@ def run_in_fresh_process(
     ``PYTHONPATH``). With ``release_freed_memory`` (for memory measurements), glibc hands every
     freed block of 64 KiB or more straight back to the system (``MALLOC_MMAP_THRESHOLD_``), so
     that the resident set shows what a step holds; timings leave the allocator as it is.
-    The arguments must be Python literals. A child that fails raises
-    ``subprocess.CalledProcessError`` (its ``returncode`` is negative when a signal killed it).
+    ``module`` is a module's dotted name, ``function`` a name in it, and the arguments must be
+    Python literals. A child that fails raises ``subprocess.CalledProcessError`` (its
+    ``returncode`` is negative when a signal killed it).
     """
+    _check_call(module, function, args)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_PARENT), env.get("PYTHONPATH")]))
     if release_freed_memory:
@@ -138,3 +156,19 @@ def run_in_fresh_process(
         [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True, check=True
     )
     return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def _check_call(module: object, function: object, args: tuple[Any, ...]) -> None:
+    """:func:`run_in_fresh_process`'s call: names that are names, arguments that are literals
+    (the child reads them back from their ``repr``)."""
+    names = module.split(".") if isinstance(module, str) else [""]
+    if not all(name.isidentifier() for name in names):
+        raise ValueError(f"module must be a dotted name such as 'json.decoder'; got {module!r}")
+    if not isinstance(function, str) or not function.isidentifier():
+        raise ValueError(f"function must be a name defined in module; got {function!r}")
+    try:
+        ast.literal_eval(repr(list(args)))
+    except (ValueError, SyntaxError):
+        raise ValueError(
+            f"args must be Python literals (numbers, strings, lists, dicts); got {args!r:.80}"
+        ) from None

@@ -13,6 +13,8 @@ from typing import overload
 import numpy as np
 import torch
 
+from companion._validate import check_integer, check_seed
+
 THREADS_VARIABLE = "COMPANION_NUM_THREADS"
 # The thread count `make test` and `make outputs` pin, and benchmarks use unless told otherwise.
 DEFAULT_THREADS = 2
@@ -25,8 +27,11 @@ def configured_threads(default: None) -> int | None: ...
 def configured_threads(default: int | None = DEFAULT_THREADS) -> int | None:
     """The CPU thread count ``$COMPANION_NUM_THREADS`` asks for, or ``default`` when it is unset.
 
-    A value that is not a positive integer raises a ``ValueError`` naming the variable.
+    A value that is not a positive integer raises a ``ValueError`` naming the variable; so does
+    a ``default`` that is neither a positive integer nor ``None``.
     """
+    if default is not None:
+        check_integer("default", default)
     value = os.environ.get(THREADS_VARIABLE, "").strip()
     if not value:
         return default
@@ -41,7 +46,9 @@ def reproducible(seed: int = 0) -> None:
     The thread count comes from ``$COMPANION_NUM_THREADS`` (the Makefile sets 2); without it,
     torch keeps its own default, which is what a reader in Colab wants. Float sums depend on
     how the work is split between threads, so pinning them pins the last printed digit.
+    ``seed`` is an integer (``None`` would seed from the clock).
     """
+    check_seed(seed)
     threads = configured_threads(default=None)
     if threads is not None:
         torch.set_num_threads(threads)

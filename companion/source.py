@@ -28,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from companion._validate import check_type
+
 ELLIPSIS = "..."
 
 
@@ -72,7 +74,12 @@ def show_source(
     - ``docstring=False`` leaves the docstring out (for a class, its own docstring only).
     - ``signature``: with ``start`` or ``stop`` given, keep the ``def``/``class`` header on top
       and mark each run of left-out lines with ``...``.
+
+    ``start`` and ``stop`` are pieces of a line (strs) or ``None``.
     """
+    for name, text in (("start", start), ("stop", stop)):
+        if text is not None:
+            check_type(name, text, str, "a piece of a line of the code (a str), or None")
     try:
         code = textwrap.dedent(inspect.getsource(obj))
     except (TypeError, OSError) as error:
