@@ -259,21 +259,34 @@ def test_the_attention_plot_draws_each_device_and_nothing_without_results():
     report.plot_attention({"cpu": ATTENTION, "gpu": gpu})
     time_ax, memory_ax = plt.gcf().axes
     assert time_ax.get_xscale() == "log" and memory_ax.get_yscale() == "log"
-    labels = [line.get_label() for line in time_ax.get_lines()]
-    assert labels == [
-        f"{name} ({device})" for device in ("CPU", "GPU") for name in report.IMPLEMENTATIONS
-    ]
-    explicit = time_ax.get_lines()[0]
+    _, labels = time_ax.get_legend_handles_labels()
+    devices = ("CPU", "GPU")
+    assert labels == [f"{name} ({d})" for d in devices for name in report.IMPLEMENTATIONS]
+    explicit, cold = time_ax.get_lines()[:2]  # the line, and an open marker on its cold run
     assert list(explicit.get_xdata()) == [128, 512]  # n = 4096 was skipped
+    assert list(cold.get_xdata()) == [512] and cold.get_markerfacecolor() == "white"
+    assert [t.get_text() for t in time_ax.get_xticklabels()] == ["128", "512", "4096"]
+    plt.close("all")
+    report.plot_attention({"cpu": ATTENTION})
+    _, labels = plt.gcf().axes[0].get_legend_handles_labels()
+    assert labels == list(report.IMPLEMENTATIONS)  # one device: no device in the legend
     plt.close("all")
 
 
 def test_the_chapters_results_files_are_listed_with_where_they_were_measured():
     files = report.chapter_results()
     assert "companion/experiments/results/ablation.json" in files
-    table = report.chapter_results_table({**files, "missing.json": None})
-    assert table.rows[-1][:2] == ["`missing.json`", "not measured yet"]
-    assert all(row[1].startswith("`python -m companion.bench ") for row in table.rows[:-1])
+    assert files["companion/experiments/results/ablation.json"]["benchmark"].endswith("ablation")
+    table = report.chapter_results_table(
+        {"a.json": RECORD, "b.json": {"settings": {}}, "missing.json": None}
+    )
+    assert table.rows == [
+        ["`a.json`", "not recorded", "Test CPU (CPU)", "2", report._versions(RECORD), "12"],
+        ["`b.json`", "not recorded", "", "", "", ""],
+        ["`missing.json`", "not measured yet", "", "", "", ""],
+    ]
+    written = report.chapter_results_table({"c.json": {**RECORD, "benchmark": "python -m x"}})
+    assert written.rows[0][1] == "`python -m x`"
 
 
 def test_a_benchmark_prints_the_report_of_the_file_it_writes(tmp_path: Path, capsys):

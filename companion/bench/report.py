@@ -272,7 +272,10 @@ def attention_report(results: Mapping[str, Any]) -> Report:
         attention_table(results),
     ]
     if any(row.get("explicit", {}).get("cold") for row in rows.values()):
-        blocks.append(f"{COLD} a single run without warm-up: one such explicit step is that slow.")
+        blocks.append(
+            f"{COLD} a single run without warm-up, page faults of first use included: at this "
+            "length one explicit step takes too long to repeat."
+        )
     skipped = [
         f"n = {n} {name}: {result['skipped']}"
         for n, row in rows.items()
@@ -292,8 +295,9 @@ def plot_attention(
     path: str | Path | None = None,
 ) -> None:
     """Time and peak memory of one step against n, on log axes: one colour per
-    implementation, one line style per device (``runs``: device -> results or None). Draws
-    nothing when no device has results."""
+    implementation, one line style per device (``runs``: device -> results or None), and an
+    open marker for a time measured by a single cold run. Draws nothing when no device has
+    results."""
     measured = {device: r for device, r in runs.items() if r is not None}
     if not measured:
         return
@@ -303,28 +307,44 @@ def plot_attention(
 
     fig, (time_ax, memory_ax) = plt.subplots(1, 2, figsize=figsize, layout="constrained")
     styles = dict(zip(DEVICES, ("-", "--")))
+    lengths: set[int] = set()
     for device, results in measured.items():
         rows = attention_rows(results)
         for i, name in enumerate(IMPLEMENTATIONS):
+            label = name if len(measured) == 1 else f"{name} ({DEVICES.get(device, device)})"
             for ax, key in ((time_ax, "ms"), (memory_ax, "mib")):
-                points = [
-                    (n, row[name][key]) for n, row in rows.items() if row.get(name, {}).get(key)
-                ]
-                if points:
+                points = {n: row[name] for n, row in rows.items() if row.get(name, {}).get(key)}
+                if not points:
+                    continue
+                lengths |= set(points)
+                ns = list(points)
+                ax.plot(
+                    ns,
+                    [points[n][key] for n in ns],
+                    styles.get(device, ":"),
+                    marker="o",
+                    ms=4,
+                    color=f"C{i}",
+                    label=label if ax is time_ax else None,
+                )
+                cold = [n for n in ns if key == "ms" and points[n].get("cold")]
+                if cold:  # an open marker over the filled one
                     ax.plot(
-                        *zip(*points),
-                        styles.get(device, ":"),
-                        marker="o",
-                        ms=3.5,
+                        cold,
+                        [points[n][key] for n in cold],
+                        "o",
+                        ms=4,
                         color=f"C{i}",
-                        label=f"{name} ({DEVICES.get(device, device)})",
+                        markerfacecolor="white",
                     )
     for ax, ylabel in ((time_ax, "ms per step"), (memory_ax, "peak MiB per step")):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
+        ax.set_xticks(sorted(lengths), labels=[str(n) for n in sorted(lengths)])
+        ax.minorticks_off()
         ax.set_xlabel("sequence length n")
         ax.set_ylabel(ylabel)
-        ax.grid(alpha=0.3, which="both")
+        ax.grid(alpha=0.3)
     time_ax.legend(fontsize="small")
     _finish(fig, path)
 
@@ -485,31 +505,32 @@ def tokenizer_report(results: Mapping[str, Any]) -> Report:
 
 
 def chapter_results() -> dict[str, dict[str, Any] | None]:
-    """Each results file that a chapter reads, by its path in the repository."""
-    import companion.experiments
+    """The results file of each benchmark that writes into companion for a chapter to read
+    (``rnn``, ``scaling``, ``ablation``, ``length``), by its path in the repository."""
+    from companion.experiments import ablation, extrapolation, rnn_comparison, scaling
 
-    folder = Path(companion.experiments.__file__).parent / "results"
-    return {
-        f"companion/experiments/results/{path.name}": load(path)
-        for path in sorted(folder.glob("*.json"))
-    }
+    paths = (rnn_comparison.RESULTS, scaling.RESULTS, ablation.RESULTS, extrapolation.RESULTS)
+    return {f"companion/experiments/results/{path.name}": load(path) for path in paths}
 
 
 def chapter_results_table(files: Mapping[str, Mapping[str, Any] | None]) -> Table:
-    """One row per file: the command that wrote it, where, with which versions, in how long."""
+    """One row per file: the command that wrote it, where, with which versions, in how long
+    (``not recorded`` where a file does not say)."""
     rows = []
     for name, results in files.items():
         if results is None:
             rows.append([f"`{name}`", "not measured yet", "", "", "", ""])
             continue
+        command, machine = results.get("benchmark"), results.get("machine")
+        device = str(results.get("device") or "").upper()
         rows.append(
             [
                 f"`{name}`",
-                f"`{results['benchmark']}`",
-                f"{results['machine']} ({str(results['device']).upper()})",
+                f"`{command}`" if command else "not recorded",
+                f"{machine} ({device})" if machine and device else machine or "",
                 str(results.get("threads") or ""),
                 _versions(results),
-                _fixed(results.get("seconds"), 0),
+                _fixed(results.get("seconds"), 0, missing=""),
             ]
         )
     columns = ["file", "written by", "machine", "threads", "versions", "seconds"]
