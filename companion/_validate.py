@@ -341,6 +341,9 @@ def describe(value: object) -> str:
     shape = getattr(value, "shape", None)
     if type(value).__module__ == "numpy" and shape:
         return f"a {getattr(value, 'dtype', '')} array of shape {tuple(shape)}"
+    if isinstance(value, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in value):
+        parts = ", ".join(describe(v) for v in value[:3]) + (", ..." if len(value) > 3 else "")
+        return f"a {type(value).__name__} of {len(value)}: ({parts})"
     text = repr(value)
     text = text if len(text) <= 60 else text[:57] + "..."
     return f"the str {text}" if isinstance(value, str) else f"{text} ({type(value).__name__})"

@@ -515,7 +515,9 @@ MISUSES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
         "stratified_subset of a plain (images, labels) tuple",
         lambda: stratified_subset((torch.zeros(2, 1, 8, 8), Y[:2]), 0.5),
         TypeError,
-        r"data must be an ImageSet \(images, labels\), such as splits.train; got \(tensor",
+        r"data must be an ImageSet \(images, labels\), such as splits.train; got a tuple of "
+        r"2: \(a torch.float32 tensor of shape \(2, 1, 8, 8\), a torch.int64 tensor of shape "
+        r"\(2,\)\)",
     ),
     (
         "bert_arrays of sentences as strs",
@@ -571,7 +573,8 @@ MISUSES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
         "train_classifier on an (images, labels) tuple",
         lambda: train_classifier(linear(), (X, Y), num_epochs=1, batch_size=2, lr=0.1),
         TypeError,
-        r"data must be an ImageSet \(images, labels\), such as splits.train; got \(tensor",
+        r"data must be an ImageSet \(images, labels\), such as splits.train; got a tuple of "
+        r"2: \(a torch.float32 tensor of shape \(6, 2\)",
     ),
     # figures
     (
@@ -590,7 +593,7 @@ MISUSES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
         "plot(..., legend=['train']) for two curves",
         lambda: plot(X[:, 0], [X[:, 1], X[:, 0]], legend=["train"]),
         ValueError,
-        r"legend has 1 labels for 2 curves",
+        r"legend has 1 label for 2 curves",
     ),
     (
         "plot(epochs, history): a dict of curves",

@@ -38,7 +38,8 @@ def _check_labels(
     if not (text and isinstance(labels, str)):
         check_sequence(name, labels, f"a list of labels, one for each of the {things}")
     if len(labels) != count:
-        raise ValueError(f"{name} has {len(labels)} labels for {count} {things}")
+        labels_ = "label" if len(labels) == 1 else "labels"
+        raise ValueError(f"{name} has {len(labels)} {labels_} for {count} {things}")
 
 
 def _check_curves(X: list, Y: list, legend: Sequence[str] | None, fmts: Sequence[str]) -> None:
