@@ -6,15 +6,20 @@ every step, runs the whole prefix through the real decoder with a fresh state.""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import pytest
 import torch
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 from companion import _validate
 from companion.generation.decoding import EOS_CHECK_EVERY, beam_search, decode_steps, greedy_decode
+from companion.layers.attention import record_attention
 from companion.layers.kv_cache import KVCache
 from companion.layers.losses import sequence_loss
-from companion.models.decoder import GPT
+from companion.models.decoder import GPT, DecoderLM, llama_config
 from companion.models.seq2seq import (
     EncoderDecoder,
     Seq2SeqAttentionDecoder,
@@ -269,3 +274,60 @@ def test_the_benchmark_baselines_decode_the_same_tokens():
         other = EncoderDecoder(model.encoder, baseline(model.decoder)).eval()
         tokens, _, _ = decode_steps(other, src, valid_len, bos, 9, None, None, False)
         assert torch.equal(tokens, expected), baseline.__name__
+
+
+# --- No copies of the cache -------------------------------------------------------------------
+# A decoding step must read the cached keys and values where they are: copying them (as
+# `repeat_interleave` for shared heads did, even with one query head per key-value head) costs
+# O(t) per step, what the cache exists to avoid. Two witnesses, both on the CPU: the keys the
+# attention reads are views of the cache's own storage, and no operation of the step creates a
+# tensor as large as the cached keys of one layer (every operation is seen by a dispatch mode).
+
+
+class NewTensors(TorchDispatchMode):
+    """Records the size of every tensor an operation creates, views of and writes into its
+    inputs left out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.created: list[tuple[str, int]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        output = func(*args, **(kwargs or {}))
+        inputs = {
+            t.untyped_storage().data_ptr()
+            for t in tree_leaves((args, kwargs))
+            if isinstance(t, torch.Tensor)
+        }
+        for t in tree_leaves(output):
+            if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in inputs:
+                self.created.append((str(func), t.nbytes))
+        return output
+
+
+@pytest.mark.parametrize("num_kv_heads", [4, 2, 1], ids=["MHA", "GQA", "MQA"])
+@pytest.mark.parametrize("window", [None, 16], ids=["growing", "rolling"])
+@pytest.mark.parametrize("explicit", [False, True], ids=["fused", "explicit"])
+def test_a_decoding_step_copies_nothing_of_the_cache(num_kv_heads, window, explicit):
+    config = llama_config(VOCAB, num_hiddens=64, num_heads=4, num_kv_heads=num_kv_heads)
+    model = DecoderLM(config.replace(window=window, max_len=128)).eval()
+    read = []  # the keys and values each block's attention reads, (batch, kv_heads, keys, d)
+    for blk in model.blks:
+        blk.attention.attention.register_forward_pre_hook(lambda m, args: read.append(args[1:3]))
+    caches = model.new_caches()
+    tokens = torch.randint(0, VOCAB, (2, 48), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad(), record_attention(model) if explicit else nullcontext():
+        model(tokens[:, :40], caches)  # the prompt; room for 80 steps, or the ring of 16
+        storage = [cache.keys.untyped_storage().data_ptr() for cache in caches]
+        for t in range(40, 48):
+            read.clear()
+            with NewTensors() as step:
+                model(tokens[:, t : t + 1], caches)
+            for cache, (keys, values) in zip(caches, read):
+                assert keys.untyped_storage().data_ptr() == cache.keys.untyped_storage().data_ptr()
+                assert (
+                    values.untyped_storage().data_ptr() == cache.values.untyped_storage().data_ptr()
+                )
+            largest = max(step.created, key=lambda created: created[1])
+            assert largest[1] < caches[0].keys.nbytes, f"step {t}: {largest} copies the cache"
+    assert [cache.keys.untyped_storage().data_ptr() for cache in caches] == storage
