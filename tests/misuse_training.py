@@ -51,7 +51,13 @@ from companion.measure import memory_probe, run_in_fresh_process
 from companion.repro import reproducible
 from companion.source import show_source
 from companion.training.metrics import bleu, corpus_bleu, exact_match, standard_corpus_bleu
-from companion.training.pretrain import accuracy, bert_model, fine_tune, mlm_batches
+from companion.training.pretrain import (
+    accuracy,
+    bert_model,
+    fine_tune,
+    mlm_batches,
+    mlm_step_loss,
+)
 from companion.training.train import fit, train_seq2seq
 
 CPU = torch.device("cpu")
@@ -259,6 +265,13 @@ MISUSES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
         lambda: accuracy(bert_data()[0], bert_data()[2], Y[:1]),
         ValueError,
         r"labels and arrays must have the same number of rows; got 1 and 4",
+    ),
+    (
+        "the masked-LM loss given a fine-tuning batch (tokens, segments, valid_lens, labels)",
+        lambda: mlm_step_loss(bert_data()[0], (*bert_data()[2], bert_data()[3])),
+        ValueError,
+        r"batch must be \(tokens, segments, valid_lens, pred_positions, labels, weights\); got "
+        r"a batch of 4 tensors",
     ),
     (
         "mlm_batches given a seed where its generator is meant",

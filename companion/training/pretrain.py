@@ -113,8 +113,15 @@ def _mlm_batches(
         yield masked.tokens, segments, valid_lens, *masked[1:]
 
 
+def _check_batch_size(batch: Batch, parts: str) -> None:
+    """A loss's ``batch`` must hold the tensors ``parts`` names, as many as it names."""
+    if len(batch) != parts.count(",") + 1:
+        raise ValueError(f"batch must be {parts}; got a batch of {len(batch)} tensors")
+
+
 def mlm_step_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
     """:func:`fit`'s loss for a masked-LM batch of :func:`mlm_batches`."""
+    _check_batch_size(batch, "(tokens, segments, valid_lens, pred_positions, labels, weights)")
     tokens, segments, valid_lens, pred_positions, labels, weights = batch
     _, mlm_Y_hat, _ = model(tokens, segments, valid_lens, pred_positions)
     return mlm_loss(mlm_Y_hat, labels, weights)
@@ -148,6 +155,7 @@ def pretrain(
 
 def classification_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
     """:func:`fit`'s loss for a ``(tokens, segments, valid_lens, labels)`` batch."""
+    _check_batch_size(batch, "(tokens, segments, valid_lens, labels)")
     tokens, segments, valid_lens, labels = batch
     return F.cross_entropy(model(tokens, segments, valid_lens), labels)
 
