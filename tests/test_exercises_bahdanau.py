@@ -7,10 +7,14 @@ import pytest
 import torch
 
 from companion.exercises.bahdanau import (
+    _bahdanau_context,
+    _context_inputs,
     check_bahdanau_context,
-    check_bahdanau_step,
     check_length_normalized_scores,
+    check_luong_step,
+    make_luong_parts,
 )
+from companion.exercises.core import seeded_generator
 from companion.layers.attention import AdditiveAttention
 
 
@@ -28,21 +32,33 @@ def test_bahdanau_context_pass(capsys):
     assert capsys.readouterr().out.startswith("pass: context matches the reference")
 
 
-def test_bahdanau_context_agrees_with_companions_layer(capsys):
-    """The checker's reference is the additive attention of companion, with its weights."""
+def with_layer(enc_outputs, query, valid_lens, W_q, W_k, w_v):
+    """companion's additive attention, loaded with the exercise's matrices."""
+    layer = AdditiveAttention(W_q.shape[1], dropout=0.0)
+    keys = enc_outputs.permute(1, 0, 2)  # (batch, T, H_enc)
+    layer(query[:, None], keys, keys, valid_lens)  # materialise the lazy layers
+    with torch.no_grad():
+        layer.W_q.weight.copy_(W_q.T)
+        layer.W_k.weight.copy_(W_k.T)
+        layer.w_v.weight.copy_(w_v[None])
+        return layer(query[:, None], keys, keys, valid_lens).squeeze(1)
 
-    def with_layer(enc_outputs, query, valid_lens, W_q, W_k, w_v):
-        layer = AdditiveAttention(W_q.shape[1], dropout=0.0)
-        keys = enc_outputs.permute(1, 0, 2)  # (batch, T, H_enc)
-        layer(query[:, None], keys, keys, valid_lens)  # materialise the lazy layers
-        with torch.no_grad():
-            layer.W_q.weight.copy_(W_q.T)
-            layer.W_k.weight.copy_(W_k.T)
-            layer.w_v.weight.copy_(w_v[None])
-            return layer(query[:, None], keys, keys, valid_lens).squeeze(1)
 
-    assert check_bahdanau_context(with_layer, seed=0)
-    assert capsys.readouterr().out.startswith("pass")
+def test_bahdanau_context_reference_is_companions_layer():
+    """The checker's reference computes what companion's additive attention computes."""
+    for seed in range(3):
+        inputs = _context_inputs(seeded_generator(seed))
+        torch.testing.assert_close(_bahdanau_context(*inputs), with_layer(*inputs))
+
+
+def test_bahdanau_context_refuses_companions_layer(capsys):
+    """The exercise computes the context by hand: calling companion's layer breaks its rule,
+    and the layer works again once the checker is done."""
+    assert not check_bahdanau_context(with_layer, seed=0)
+    out = capsys.readouterr().out
+    assert "AdditiveAttention is companion's layer; compute the scores" in out
+    inputs = _context_inputs(seeded_generator(0))
+    torch.testing.assert_close(with_layer(*inputs), _bahdanau_context(*inputs))
 
 
 def test_bahdanau_context_hints(capsys):
@@ -68,12 +84,18 @@ def test_bahdanau_context_hints(capsys):
 
 def scores(log_probs, lengths, alpha):
     kept = torch.arange(log_probs.shape[1]) < lengths[:, None]  # (k, max_steps)
-    return (log_probs * kept).sum(dim=1) / lengths.float() ** alpha
+    return log_probs.masked_fill(~kept, 0.0).sum(dim=1) / lengths.float() ** alpha
 
 
-def test_length_normalized_scores_pass(capsys):
-    assert check_length_normalized_scores(scores, seed=0)
-    assert capsys.readouterr().out.startswith("pass: scores matches the reference")
+def scores_where(log_probs, lengths, alpha):
+    kept = torch.arange(log_probs.shape[1]) < lengths[:, None]
+    return torch.where(kept, log_probs, 0.0).sum(dim=1) / lengths.float() ** alpha
+
+
+@pytest.mark.parametrize("answer", [scores, scores_where])
+def test_length_normalized_scores_pass(answer, capsys):
+    assert check_length_normalized_scores(answer, seed=0)
+    assert capsys.readouterr().out.startswith(f"pass: {answer.__name__} matches the reference")
 
 
 def test_length_normalized_scores_hints(capsys):
@@ -85,10 +107,15 @@ def test_length_normalized_scores_hints(capsys):
 
     def by_columns(log_probs, lengths, alpha):
         kept = torch.arange(log_probs.shape[1]) < lengths[:, None]
-        return (log_probs * kept).sum(dim=1) / log_probs.shape[1] ** alpha
+        return log_probs.masked_fill(~kept, 0.0).sum(dim=1) / log_probs.shape[1] ** alpha
+
+    def multiplied(log_probs, lengths, alpha):  # 0 * -inf is NaN
+        kept = torch.arange(log_probs.shape[1]) < lengths[:, None]
+        return (log_probs * kept).sum(dim=1) / lengths.float() ** alpha
 
     cases = [
         (unmasked, "the positions after a hypothesis's length were summed too"),
+        (multiplied, "NaN where the junk is -inf"),
         (no_power, "alpha is ignored"),
         (by_columns, "divided by the number of columns"),
         (lambda log_probs, lengths, alpha: log_probs.mean(dim=1), "that is the mean"),
@@ -99,89 +126,108 @@ def test_length_normalized_scores_hints(capsys):
         assert hint in capsys.readouterr().out
 
 
-def step(
-    decoder,
+def luong(
+    parts,
     tokens,
     enc_outputs,
     hidden_state,
     valid_lens,
     *,
-    context_first=True,
+    query="new",
     query_layer=-1,
+    transpose=False,
     mask=True,
+    axis=-1,
+    context_first=True,
+    attentional=True,
     carry_state=True,
-    new_logits=True,
 ):
-    """One decoder step as a student writes it, with knobs for the usual mistakes."""
-    query = hidden_state[query_layer].unsqueeze(1)  # (batch, 1, H)
-    lens = valid_lens if mask else None
-    context = decoder.attention(query, enc_outputs, enc_outputs, lens).squeeze(1)  # (batch, H)
-    embedded = decoder.embedding(tokens)  # (batch, embed_size)
-    x = torch.cat((context, embedded) if context_first else (embedded, context), dim=-1)
-    output, new_state = decoder.rnn(x[None], hidden_state if carry_state else None)
-    return decoder.dense(output[0] if new_logits else hidden_state[-1]), new_state
+    """Luong's step as a student writes it, with knobs for the usual mistakes."""
+    output, new_state = parts.rnn(
+        parts.embedding(tokens)[None], hidden_state if carry_state else None
+    )
+    s = (new_state if query == "new" else hidden_state)[query_layer]  # (batch, H)
+    W_a = parts.W_a.T if transpose else parts.W_a
+    scores = torch.einsum("bh,bth->bt", s @ W_a, enc_outputs)  # (batch, T)
+    if mask:
+        padding = torch.arange(enc_outputs.shape[1]) >= valid_lens[:, None]
+        scores = scores.masked_fill(padding, -1e9)
+    context = torch.einsum("bt,bth->bh", torch.softmax(scores, dim=axis), enc_outputs)
+    pair = (context, output[0]) if context_first else (output[0], context)
+    attended = torch.tanh(torch.cat(pair, dim=-1) @ parts.W_c) if attentional else output[0]
+    return parts.dense(attended), new_state
 
 
-def step_by_hand(decoder, tokens, enc_outputs, hidden_state, valid_lens):
-    """The attention computed from the raw weights, the GRU called layer by layer: no
-    companion layer involved beyond the decoder's parameters."""
-    att = decoder.attention
-    features = torch.tanh(att.W_q(hidden_state[-1])[:, None] + att.W_k(enc_outputs))
-    scores = att.w_v(features).squeeze(-1)  # (batch, T)
-    padding = torch.arange(enc_outputs.shape[1]) >= valid_lens[:, None]
-    weights = torch.softmax(scores.masked_fill(padding, float("-inf")), dim=-1)
-    context = (weights[..., None] * enc_outputs).sum(1)  # (batch, H)
-    x = torch.cat((context, decoder.embedding(tokens)), dim=-1)
-    new_state = []
-    for layer in range(decoder.rnn.num_layers):
-        cell = torch.nn.GRUCell(x.shape[-1], decoder.rnn.hidden_size)
-        cell.weight_ih, cell.weight_hh = (
-            getattr(decoder.rnn, f"weight_{w}_l{layer}") for w in ("ih", "hh")
-        )
-        cell.bias_ih, cell.bias_hh = (
-            getattr(decoder.rnn, f"bias_{w}_l{layer}") for w in ("ih", "hh")
-        )
-        x = cell(x, hidden_state[layer])
-        new_state.append(x)
-    return decoder.dense(x), torch.stack(new_state)
+def luong_with_companion(parts, tokens, enc_outputs, hidden_state, valid_lens):
+    """The right numbers, but through companion's dot-product attention: against the rule."""
+    from companion.layers.attention import DotProductAttention
+
+    output, new_state = parts.rnn(parts.embedding(tokens)[None], hidden_state)
+    query = (output[0] @ parts.W_a)[:, None] * enc_outputs.shape[-1] ** 0.5  # undo the scale
+    context = DotProductAttention(dropout=0.0)(query, enc_outputs, enc_outputs, valid_lens)
+    attended = torch.tanh(torch.cat((context[:, 0], output[0]), dim=-1) @ parts.W_c)
+    return parts.dense(attended), new_state
 
 
-@pytest.mark.parametrize("answer", [step, step_by_hand])
-def test_bahdanau_step_pass(answer, capsys):
-    assert check_bahdanau_step(answer, seed=0)
-    assert capsys.readouterr().out.startswith(f"pass: {answer.__name__} matches")
+def test_luong_step_pass(capsys):
+    with torch.no_grad():
+        assert check_luong_step(luong, seed=0)
+    assert capsys.readouterr().out.startswith("pass: luong matches")
 
 
 @pytest.mark.parametrize(
     "flags, hint",
     [
-        ({"context_first": False}, "the GRU input is in the wrong order"),
+        ({"query": "previous"}, "as in Bahdanau's decoder"),
         ({"query_layer": 0}, "the query is the bottom layer's state"),
+        ({"transpose": True}, "W_a is transposed"),
         ({"mask": False}, "padding got attention"),
+        ({"axis": 0}, "softmax over the wrong axis"),
+        ({"context_first": False}, "it reads [c; s], the context first"),
+        ({"attentional": False}, "the logits come straight from s_{t'}"),
         ({"carry_state": False}, "the GRU started from zeros"),
-        ({"new_logits": False}, "the logits come from the previous state"),
     ],
 )
-def test_bahdanau_step_hints(flags, hint, capsys):
-    assert not check_bahdanau_step(lambda *inputs: step(*inputs, **flags), seed=0)
+def test_luong_step_hints(flags, hint, capsys):
+    assert not check_luong_step(lambda *inputs: luong(*inputs, **flags), seed=0)
     assert hint in capsys.readouterr().out
 
 
-def test_bahdanau_step_names_the_output_that_differs(capsys):
+def test_luong_step_refuses_companions_attention(capsys):
+    """The answer through companion's layer computes the right numbers (checked outside the
+    checker), and the checker refuses it."""
+    from companion.exercises.bahdanau import _luong_inputs, _luong_step
+
+    inputs = _luong_inputs(seeded_generator(0))
+    with torch.no_grad():
+        for got, expected in zip(luong_with_companion(*inputs), _luong_step(*inputs)):
+            torch.testing.assert_close(got, expected)
+    assert not check_luong_step(luong_with_companion, seed=0)
+    assert "DotProductAttention is companion's layer" in capsys.readouterr().out
+
+
+def test_luong_step_names_the_output_that_differs(capsys):
     cases = [
-        (lambda *inputs: step(*inputs)[0], "expected a tuple of 2 outputs, got Tensor"),
-        (lambda *inputs: (step(*inputs)[0], inputs[3]), "new hidden state: values differ"),
-        (lambda *inputs: (step(*inputs)[0][:, None], step(*inputs)[1]), "logits: shape"),
+        (lambda *inputs: luong(*inputs)[0], "expected a tuple of 2 outputs, got Tensor"),
+        (lambda *inputs: (luong(*inputs)[0], inputs[3]), "new hidden state: values differ"),
+        (lambda *inputs: (luong(*inputs)[0][:, None], luong(*inputs)[1]), "logits: shape"),
     ]
     for wrong, hint in cases:
-        assert not check_bahdanau_step(wrong, seed=0)
+        assert not check_luong_step(wrong, seed=0)
         assert hint in capsys.readouterr().out
 
 
-def test_bahdanau_step_leaves_the_global_random_state_alone(capsys):
+def test_luong_step_leaves_the_global_random_state_alone(capsys):
     before = torch.get_rng_state()
-    assert check_bahdanau_step(step, seed=0)
+    assert check_luong_step(luong, seed=0)
     assert torch.equal(torch.get_rng_state(), before)
+
+
+def test_make_luong_parts_repeats_with_its_seed():
+    one, two = make_luong_parts(9, 4, 6, 2, seed=3), make_luong_parts(9, 4, 6, 2, seed=3)
+    torch.testing.assert_close(one.W_c, two.W_c)
+    torch.testing.assert_close(one.rnn.weight_hh_l1, two.rnn.weight_hh_l1)
+    assert one.rnn.num_layers == 2 and one.W_c.shape == (12, 6) and one.dense.out_features == 9
 
 
 def test_solutions_hard_wired_to_the_chapter_fail(capsys):
@@ -192,8 +238,8 @@ def test_solutions_hard_wired_to_the_chapter_fail(capsys):
     def bahdanau_context(enc_outputs, query, valid_lens, W_q, W_k, w_v):
         return context(chapter_keys.permute(1, 0, 2), query, valid_lens, W_q, W_k, w_v)
 
-    def bahdanau_step(decoder, tokens, enc_outputs, hidden_state, valid_lens):
-        return step(decoder, tokens, enc_outputs, hidden_state, chapter_lengths)
+    def luong_step(parts, tokens, enc_outputs, hidden_state, valid_lens):
+        return luong(parts, tokens, enc_outputs, hidden_state, chapter_lengths)
 
     def length_normalized_scores(log_probs, lengths, alpha):
         return scores(log_probs, lengths, 1.0)  # the chapter's alpha = 1
@@ -201,8 +247,8 @@ def test_solutions_hard_wired_to_the_chapter_fail(capsys):
     for seed in range(3):
         assert not check_bahdanau_context(bahdanau_context, seed=seed)
         assert "error: bahdanau_context raised" in capsys.readouterr().out
-        assert not check_bahdanau_step(bahdanau_step, seed=seed)
-        assert "error: bahdanau_step raised" in capsys.readouterr().out
+        assert not check_luong_step(luong_step, seed=seed)
+        assert "error: luong_step raised" in capsys.readouterr().out
         assert not check_length_normalized_scores(length_normalized_scores, seed=seed)
         assert "alpha is ignored" in capsys.readouterr().out
 
@@ -210,12 +256,12 @@ def test_solutions_hard_wired_to_the_chapter_fail(capsys):
 def test_the_sizes_vary_and_are_never_the_chapters(capsys):
     seen = set()
 
-    def record(decoder, tokens, enc_outputs, hidden_state, valid_lens):
-        seen.add((*hidden_state.shape, enc_outputs.shape[1], decoder.dense.out_features))
-        return step(decoder, tokens, enc_outputs, hidden_state, valid_lens)
+    def record(parts, tokens, enc_outputs, hidden_state, valid_lens):
+        seen.add((*hidden_state.shape, enc_outputs.shape[1], parts.dense.out_features))
+        return luong(parts, tokens, enc_outputs, hidden_state, valid_lens)
 
     for seed in range(3):
-        assert check_bahdanau_step(record, seed=seed)
+        assert check_luong_step(record, seed=seed)
     assert len(seen) > 3
     for layers, batch, hiddens, steps, vocab in seen:
         assert layers > 1 and hiddens != 64 and steps not in (11, 30)

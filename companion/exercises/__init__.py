@@ -7,8 +7,8 @@ such as a wrong softmax axis, or the first differing position). It returns ``Tru
 
 from companion.exercises.bahdanau import (
     check_bahdanau_context,
-    check_bahdanau_step,
     check_length_normalized_scores,
+    check_luong_step,
 )
 from companion.exercises.core import check
 from companion.exercises.efficient import check_causal_linear_attention, check_linear_attention
@@ -45,7 +45,6 @@ from companion.exercises.vit import check_cls_attention_map, check_patchify
 __all__ = [
     "check",
     "check_bahdanau_context",
-    "check_bahdanau_step",
     "check_cached_attention",
     "check_cached_causal_mask",
     "check_causal_linear_attention",
@@ -60,6 +59,7 @@ __all__ = [
     "check_layer_norm",
     "check_length_normalized_scores",
     "check_linear_attention",
+    "check_luong_step",
     "check_mask_sentence",
     "check_masked_softmax",
     "check_merge",

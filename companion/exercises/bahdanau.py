@@ -2,30 +2,83 @@
 
 - :func:`check_bahdanau_context`: the context vector of one decoder step, computed by hand from
   the encoder's time-major outputs, the decoder's previous state and the source lengths.
-- :func:`check_bahdanau_step`: one whole decoder step, built from the modules of a
-  ``Seq2SeqAttentionDecoder``: attend with the previous state, feed ``[c; e(y)]`` to the GRU,
-  read the logits off the new state.
+- :func:`check_luong_step`: one step of a decoder with Luong's attention, built from its parts
+  (:class:`LuongParts`): run the GRU first, query with the *new* state through the "general"
+  score ``s^T W_a h_t``, then read the logits off ``tanh([c; s] W_c)``.
 - :func:`check_length_normalized_scores`: the scores beam search ranks finished hypotheses by,
   ``log P(y) / L**alpha``.
 
 Every size is drawn afresh on each call and none is the chapter's own (64 hidden units, one
 GRU layer, 11 or 30 source steps, batches of 3 and 4, beams of 4, vocabularies of 14, 15 and
 63 tokens), so a solution that reads the chapter's variables instead of its arguments fails.
+The first two exercises compute attention by hand: while the student's function runs, every
+layer of ``companion.layers`` and ``companion.models`` refuses to run, so an answer that calls
+companion's attention instead fails with a message that says so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import torch
+from torch import nn
 
 from companion.exercises.core import Inputs, check
 from companion.exercises.sizes import draw
-from companion.layers.attention import AdditiveAttention
-from companion.models.seq2seq import Seq2SeqAttentionDecoder
 
 CHAPTER_STEPS, CHAPTER_BATCHES, CHAPTER_WIDTHS = (11, 30), (3, 4), (64,)
 CHAPTER_VOCABS, CHAPTER_BEAM = (14, 15, 63), 4
+COMPANION_LAYERS = ("companion.layers", "companion.models")  # what "by hand" rules out
+
+
+class ExerciseRuleError(RuntimeError):
+    """An answer called what its exercise asks the student to write."""
+
+
+def _companion_layers() -> list[type[nn.Module]]:
+    """Every ``nn.Module`` class that ``companion.layers`` and ``companion.models`` define."""
+    return [
+        value
+        for name, module in list(sys.modules.items())
+        if name.startswith(COMPANION_LAYERS)
+        for value in vars(module).values()
+        if isinstance(value, type)
+        and issubclass(value, nn.Module)
+        and value.__module__.startswith(COMPANION_LAYERS)
+        and "forward" in vars(value)
+    ]
+
+
+@contextmanager
+def _refusing_companion_layers(rule: str) -> Iterator[None]:
+    """While the block runs, calling a companion layer raises :class:`ExerciseRuleError`."""
+
+    def refuse(self: nn.Module, *args: object, **kwargs: object) -> None:
+        raise ExerciseRuleError(f"{type(self).__name__} is companion's layer; {rule}")
+
+    saved = {layer: vars(layer)["forward"] for layer in _companion_layers()}
+    for layer in saved:
+        layer.forward = refuse
+    try:
+        yield
+    finally:
+        for layer, forward in saved.items():
+            layer.forward = forward
+
+
+def _by_hand(student_fn: Callable, rule: str) -> Callable:
+    """``student_fn``, run with companion's layers refusing to run."""
+
+    @functools.wraps(student_fn)
+    def run(*inputs: object) -> object:
+        with _refusing_companion_layers(rule):
+            return student_fn(*inputs)
+
+    return run
 
 
 def _context_inputs(generator: torch.Generator) -> Inputs:
@@ -82,7 +135,7 @@ def check_bahdanau_context(
         return lambda *inputs: _bahdanau_context(*inputs, **flags)
 
     return check(
-        student_fn,
+        _by_hand(student_fn, "compute the scores, the mask and the softmax yourself"),
         _bahdanau_context,
         _context_inputs,
         mistakes=[
@@ -122,6 +175,12 @@ def _scores_inputs(generator: torch.Generator) -> Inputs:
     log_probs = -torch.rand(num_hypotheses, max_steps, generator=generator) * 3
     lengths = torch.randint(2, max_steps + 1, (num_hypotheses,), generator=generator)
     lengths[0] = max_steps - 1  # never all full length, so the junk always matters
+    # Beam-search buffers hold -inf after a hypothesis ends: some of the junk is -inf, always
+    # the last entry of row 0, so that multiplying by a 0/1 mask (0 * -inf = NaN) shows.
+    junk = torch.arange(max_steps)[None, :] >= lengths[:, None]  # (k, max_steps)
+    minus_inf = junk & (torch.rand(num_hypotheses, max_steps, generator=generator) < 0.5)
+    minus_inf[0, -1] = True
+    log_probs = log_probs.masked_fill(minus_inf, float("-inf"))
     alpha = 0.5 + torch.rand(1, generator=generator).item()  # in [0.5, 1.5)
     return log_probs, lengths, alpha
 
@@ -133,10 +192,14 @@ def _length_normalized_scores(
     mask: bool = True,
     power: bool = True,
     divide_by: str = "length",
+    multiply: bool = False,
 ) -> torch.Tensor:
     steps = torch.arange(log_probs.shape[1])[None, :]  # (1, max_steps)
     kept = steps < lengths[:, None] if mask else torch.ones_like(log_probs, dtype=torch.bool)
-    total = (log_probs * kept).sum(dim=1)  # (num_hypotheses,): log P(y)
+    if multiply:  # a mistake: 0 * -inf is NaN
+        total = (log_probs * kept).sum(dim=1)
+    else:
+        total = log_probs.masked_fill(~kept, 0.0).sum(dim=1)  # (num_hypotheses,): log P(y)
     length = lengths.float() if divide_by == "length" else torch.full_like(total, steps.numel())
     return total / (length**alpha if power else length)
 
@@ -147,7 +210,7 @@ def check_length_normalized_scores(
     """sec-bahdanau: ``student_fn(log_probs, lengths, alpha)`` returns the ``(k,)`` scores
     ``log P(y) / L**alpha`` of ``k`` hypotheses. ``log_probs`` is ``(k, max_steps)``, the
     log-probability of each chosen token; hypothesis ``i`` has ``lengths[i]`` tokens (its
-    ``<eos>`` included) and the positions after them hold junk to ignore."""
+    ``<eos>`` included) and the positions after them hold junk to ignore, ``-inf`` among it."""
 
     def mistake(**flags):
         return lambda *inputs: _length_normalized_scores(*inputs, **flags)
@@ -171,6 +234,11 @@ def check_length_normalized_scores(
                 "divided by the number of columns: each hypothesis has its own length L",
             ),
             (
+                mistake(multiply=True),
+                "NaN where the junk is -inf: multiplying by a 0/1 mask gives 0 * -inf = NaN; "
+                "zero the junk with masked_fill or torch.where instead",
+            ),
+            (
                 mistake(mask=False, power=False, divide_by="max_steps"),
                 "that is the mean over all columns: sum only the first lengths[i] entries and "
                 "divide by lengths[i] ** alpha",
@@ -180,104 +248,149 @@ def check_length_normalized_scores(
     )
 
 
-# ----------------------------------------------------------------------------- a decoder step
+# ----------------------------------------------------------------------------- Luong's step
 
 
-def _step_inputs(generator: torch.Generator) -> Inputs:
+@dataclass(frozen=True)
+class LuongParts:
+    """The parameters of a GRU decoder with Luong's global attention and "general" score
+    (sec-bahdanau's exercise; Luong et al., 2015), without input feeding. ``W_a`` and ``W_c``
+    are plain matrices in row form: for row vectors ``s`` and ``c`` the score is
+    ``(s @ W_a) . h_t`` and the attentional state ``tanh(cat(c, s) @ W_c)``."""
+
+    embedding: nn.Embedding  # e(y): vocab -> embed_size
+    rnn: nn.GRU  # time-major, input embed_size, num_hiddens units, one or more layers
+    W_a: torch.Tensor  # (H, H)
+    W_c: torch.Tensor  # (2H, H)
+    dense: nn.Linear  # H -> vocab: the logits
+
+
+def make_luong_parts(
+    vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int = 1, *, seed: int = 0
+) -> LuongParts:
+    """Random :class:`LuongParts` of these sizes, drawn from ``seed`` on the CPU; the global
+    random state is left as it was."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(torch.randint(2**31, (1,), generator=generator)))
+        embedding = nn.Embedding(vocab_size, embed_size)
+        rnn = nn.GRU(embed_size, num_hiddens, num_layers)
+        dense = nn.Linear(num_hiddens, vocab_size)
+    W_a = torch.randn(num_hiddens, num_hiddens, generator=generator) / num_hiddens**0.5
+    W_c = torch.randn(2 * num_hiddens, num_hiddens, generator=generator) / num_hiddens**0.5
+    return LuongParts(embedding.eval(), rnn.eval(), W_a, W_c, dense.eval())
+
+
+def _luong_inputs(generator: torch.Generator) -> Inputs:
     vocab = draw(generator, 6, 20, avoid=CHAPTER_VOCABS)
     embed_size = draw(generator, 3, 10)
     hiddens = draw(generator, 4, 12, avoid=[*CHAPTER_WIDTHS, embed_size])
     layers = draw(generator, 2, 3)  # more than one: the query is the top layer's state
     batch = draw(generator, 2, 7, avoid=CHAPTER_BATCHES)
     steps = draw(generator, 3, 9, avoid=[*CHAPTER_STEPS, batch])
-    with torch.random.fork_rng(devices=[]):  # the notebook's global random state stays as it was
-        torch.manual_seed(int(torch.randint(2**31, (1,), generator=generator)))
-        decoder = Seq2SeqAttentionDecoder(vocab, embed_size, hiddens, layers).eval()
+    seed = int(torch.randint(2**31, (1,), generator=generator))
+    parts = make_luong_parts(vocab, embed_size, hiddens, layers, seed=seed)
     tokens = torch.randint(vocab, (batch,), generator=generator)  # y_{t'-1}: (batch,)
     enc_outputs = torch.randn(batch, steps, hiddens, generator=generator)  # (batch, T, H)
     hidden_state = torch.randn(layers, batch, hiddens, generator=generator)  # s_{t'-1}
     valid_lens = torch.randint(1, steps + 1, (batch,), generator=generator)
     valid_lens[0] = steps - 1  # at least one row with padding to mask
-    return decoder, tokens, enc_outputs, hidden_state, valid_lens
+    valid_lens[1] = steps  # and one without, so that no step is padding in every row
+    return parts, tokens, enc_outputs, hidden_state, valid_lens
 
 
 @torch.no_grad()
-def _reference_step(decoder, tokens, enc_outputs, hidden_state, valid_lens):
-    """companion's own decoder, one step: the logits ``(batch, vocab)`` and the new state."""
-    state = decoder.init_state((enc_outputs.permute(1, 0, 2), hidden_state), valid_lens)
-    logits, state = decoder(tokens[:, None], state)  # (batch, 1, vocab)
-    return logits[:, 0], state[1]
-
-
-@torch.no_grad()
-def _step(
-    decoder,
-    tokens,
-    enc_outputs,
-    hidden_state,
-    valid_lens,
+def _luong_step(
+    parts: LuongParts,
+    tokens: torch.Tensor,
+    enc_outputs: torch.Tensor,
+    hidden_state: torch.Tensor,
+    valid_lens: torch.Tensor,
     *,
-    context_first: bool = True,
+    query_from: str = "new",
     query_layer: int = -1,
+    transpose_W_a: bool = False,
     mask: bool = True,
+    axis: int = -1,
+    context_first: bool = True,
+    attentional: bool = True,
     carry_state: bool = True,
-    logits_from_new_state: bool = True,
-):
-    """One step written out, right (the defaults) or with one known mistake."""
-    attention: AdditiveAttention = decoder.attention
-    query = hidden_state[query_layer].unsqueeze(1)  # s_{t'-1}: (batch, 1, H)
-    lens = valid_lens if mask else None
-    context = attention(query, enc_outputs, enc_outputs, lens).squeeze(1)  # c_{t'}: (batch, H)
-    embedded = decoder.embedding(tokens)  # e(y_{t'-1}): (batch, embed_size)
-    pair = (context, embedded) if context_first else (embedded, context)
-    x = torch.cat(pair, dim=-1).unsqueeze(0)  # (1, batch, H + embed_size): one time step
-    _, new_state = decoder.rnn(x, hidden_state if carry_state else None)  # (layers, batch, H)
-    top = new_state[-1] if logits_from_new_state else hidden_state[-1]
-    return decoder.dense(top), new_state  # (batch, vocab), (layers, batch, H)
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The reference (the defaults), and with a flag switched, each known mistake."""
+    x = parts.embedding(tokens).unsqueeze(0)  # e(y_{t'-1}): (1, batch, embed_size)
+    _, new_state = parts.rnn(x, hidden_state if carry_state else None)  # s_{t'}: (L, batch, H)
+    query = (new_state if query_from == "new" else hidden_state)[query_layer]  # (batch, H)
+    W_a = parts.W_a.T if transpose_W_a else parts.W_a
+    scores = (enc_outputs @ (query @ W_a).unsqueeze(-1)).squeeze(-1)  # s^T W_a h_t: (batch, T)
+    if mask:
+        padding = torch.arange(enc_outputs.shape[1])[None, :] >= valid_lens[:, None]
+        scores = scores.masked_fill(padding, float("-inf"))
+    weights = torch.softmax(scores, dim=axis)  # (batch, T)
+    context = (weights.unsqueeze(-1) * enc_outputs).sum(dim=1)  # c_{t'}: (batch, H)
+    top = new_state[-1]  # (batch, H)
+    pair = (context, top) if context_first else (top, context)
+    attended = torch.tanh(torch.cat(pair, dim=-1) @ parts.W_c) if attentional else top
+    return parts.dense(attended), new_state  # (batch, vocab), (layers, batch, H)
 
 
-def check_bahdanau_step(
+def check_luong_step(
     student_fn: Callable[..., tuple[torch.Tensor, torch.Tensor]], *, seed: int | None = None
 ) -> bool:
-    """sec-bahdanau: ``student_fn(decoder, tokens, enc_outputs, hidden_state, valid_lens)``
-    computes one step of ``decoder``, a ``Seq2SeqAttentionDecoder`` with several GRU layers,
-    from its modules (``decoder.attention``, ``decoder.embedding``, ``decoder.rnn``,
-    ``decoder.dense``) and returns ``(logits, new_hidden_state)``: ``(batch, vocab)`` and
-    ``(layers, batch, H)``. ``tokens`` are the previous tokens ``(batch,)``, ``enc_outputs``
-    the batch-major encoder outputs ``(batch, T, H)``, ``hidden_state`` the decoder's state
-    ``(layers, batch, H)`` and ``valid_lens`` the source lengths ``(batch,)``."""
+    """sec-bahdanau: ``student_fn(parts, tokens, enc_outputs, hidden_state, valid_lens)``
+    computes one step of a decoder with Luong's attention from its :class:`LuongParts`: the
+    GRU runs first on ``e(y_{t'-1})`` alone; the new top state ``s`` queries the encoder with
+    the score ``s^T W_a h_t``, padding masked; the logits are ``dense(tanh([c; s] W_c))``. It
+    returns ``(logits, new_hidden_state)``: ``(batch, vocab)`` and ``(layers, batch, H)``.
+    ``tokens`` are the previous tokens ``(batch,)``, ``enc_outputs`` the batch-major encoder
+    outputs ``(batch, T, H)``, ``hidden_state`` the decoder's state ``(layers, batch, H)`` and
+    ``valid_lens`` the source lengths ``(batch,)``. companion's layers refuse to run inside it."""
 
     def mistake(**flags):
-        return lambda *inputs: _step(*inputs, **flags)
+        return lambda *inputs: _luong_step(*inputs, **flags)
 
     return check(
-        student_fn,
-        _reference_step,
-        _step_inputs,
+        _by_hand(student_fn, "write the score, the mask and the softmax of this step yourself"),
+        _luong_step,
+        _luong_inputs,
         mistakes=[
             (
-                mistake(context_first=False),
-                "the GRU input is in the wrong order: companion's Seq2SeqAttentionDecoder "
-                "concatenates [c; e(y)], the context first, then the embedding",
+                mistake(query_from="previous"),
+                "the query is the state before the step, s_{t'-1}, as in Bahdanau's decoder: "
+                "Luong's runs the GRU first and queries with the new state s_{t'}",
             ),
             (
                 mistake(query_layer=0),
-                "the query is the bottom layer's state: use the top layer's previous state, "
-                "hidden_state[-1]",
+                "the query is the bottom layer's state: use the top layer's new state, "
+                "new_hidden_state[-1]",
+            ),
+            (
+                mistake(transpose_W_a=True),
+                "W_a is transposed: the score is s^T W_a h_t, the row (s @ W_a) dotted with "
+                "each h_t",
             ),
             (
                 mistake(mask=False),
-                "padding got attention: pass valid_lens to the attention, so that source "
-                "steps t >= valid_lens[b] get weight 0",
+                "padding got attention: give the source steps t >= valid_lens[b] a score of "
+                "-inf before the softmax",
+            ),
+            (
+                mistake(axis=0),
+                "softmax over the wrong axis: the weights of one example must sum to 1 over "
+                "its source steps, not over the batch",
+            ),
+            (
+                mistake(context_first=False),
+                "the attentional layer's input is in the wrong order: it reads [c; s], the "
+                "context first",
             ),
             (
                 mistake(carry_state=False),
-                "the GRU started from zeros: pass the previous hidden_state to decoder.rnn",
+                "the GRU started from zeros: pass the previous hidden_state to parts.rnn",
             ),
             (
-                mistake(logits_from_new_state=False),
-                "the logits come from the previous state: read them off the new state, "
-                "decoder.dense(new_hidden_state[-1])",
+                mistake(attentional=False),
+                "the logits come straight from s_{t'}: read them off tanh([c; s] W_c), which "
+                "mixes in the context",
             ),
         ],
         atol=1e-5,
