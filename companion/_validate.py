@@ -91,13 +91,19 @@ def check_same_device(X: torch.Tensor, parameter: torch.Tensor, name: str = "X")
         )
 
 
-def check_hiddens(X: torch.Tensor, num_hiddens: int, name: str = "X") -> None:
-    """``X`` must be ``(batch, steps, num_hiddens)``, as every Transformer block takes it."""
+def check_hiddens(
+    X: torch.Tensor, num_hiddens: int, name: str = "X", *, like: torch.Tensor | None = None
+) -> None:
+    """``X`` must be ``(batch, steps, num_hiddens)``, as every Transformer block takes it, and
+    floating point; with ``like`` (a weight of the block), of its dtype and device."""
+    check_float_tensor(X, name)
     if X.dim() != 3 or X.shape[-1] != num_hiddens:
         raise ValueError(
             f"{name} must be 3-D (batch, steps, num_hiddens={num_hiddens}); "
             f"got shape {tuple(X.shape)}"
         )
+    if like is not None:
+        check_like_weights(X, like, name)
 
 
 def describe_shapes(**tensors: torch.Tensor) -> str:
@@ -108,8 +114,10 @@ def describe_shapes(**tensors: torch.Tensor) -> str:
 def check_in_features(**inputs: tuple[nn.Linear, torch.Tensor]) -> None:
     """Each input must have the feature size, the dtype and the device its linear layer takes,
     e.g. ``check_in_features(queries=(self.W_q, queries))``. A lazy layer not yet materialised
-    takes any size (its first call fixes it); under autocast any floating dtype goes."""
+    takes any size and floating dtype (its first call fixes them); under autocast any floating
+    dtype goes."""
     for name, (layer, X) in inputs.items():
+        check_float_tensor(X, name)
         weight = layer.weight
         if isinstance(weight, UninitializedParameter):
             continue
@@ -125,8 +133,7 @@ def check_in_features(**inputs: tuple[nn.Linear, torch.Tensor]) -> None:
 def check_like_weights(X: torch.Tensor, weight: torch.Tensor, name: str = "X") -> None:
     """``X`` must be floating point, with the dtype of the layer's ``weight`` (any floating
     dtype under autocast, which casts it), and on its device."""
-    if not X.dtype.is_floating_point:
-        raise ValueError(f"{name} must be floating point, like the layer; got {X.dtype}")
+    check_float_tensor(X, name)
     if X.dtype != weight.dtype and not _autocasting(X):
         raise ValueError(
             f"{name} must have the layer's dtype {weight.dtype}; got {X.dtype} (convert "

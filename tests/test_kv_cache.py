@@ -159,6 +159,30 @@ def test_the_cache_writes_each_step_into_room_and_copies_only_when_it_grows():
     assert keys.untyped_storage().data_ptr() == selected, "select kept the room: no new one"
 
 
+@pytest.mark.parametrize("under_autograd", [(), (1, 3), tuple(range(8))])
+def test_a_rolling_cache_returns_every_key_the_new_steps_see_with_its_position(under_autograd):
+    """update() returns at least the keys the new steps' window reaches (the last `window`
+    positions before the first new step, then the new ones), each with its position, in place
+    or, under autograd and for chunks that wrap around the ring, out of place."""
+    window, chunks = 4, [3, 1, 1, 5, 1, 2, 1, 1]
+    steps = torch.randn(2, 3, sum(chunks), 5, generator=torch.Generator().manual_seed(0))
+    cache, seen = KVCache(window=window), 0
+    for i, n in enumerate(chunks):
+        new = steps[..., seen : seen + n, :].clone().requires_grad_(i in under_autograd)
+        with torch.set_grad_enabled(i in under_autograd):
+            keys, values = cache.update(new, 2 * new)
+        positions = cache.positions.tolist()
+        needed = set(range(max(0, seen + 1 - window), seen + n))  # what the window reaches
+        assert needed <= set(positions) and max(positions) < seen + n and min(positions) >= 0
+        torch.testing.assert_close(keys, steps[..., positions, :])
+        torch.testing.assert_close(values, 2 * steps[..., positions, :])
+        seen += n
+        assert cache.seen == seen and len(cache) == min(seen, window)
+    cache.select(torch.tensor([1, 1, 0]))  # beams: the ring keeps its slots
+    keys, _ = cache.update(steps[[1, 1, 0], :, -1:, :], steps[[1, 1, 0], :, -1:, :])
+    assert keys.shape == (3, 3, window, 5) and cache.seen == seen + 1
+
+
 def test_the_cross_attention_projects_the_encoder_outputs_once():
     model = transformer(0)
     calls = []

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import misuse_text
-import misuse_training
 import pytest
 import torch
 from torch import nn
@@ -391,7 +390,6 @@ MISUSES = [
         r"num_epochs must be a positive integer; got 1.5",
     ),
 ] + misuse_text.MISUSES
-MISUSES += misuse_training.MISUSES
 
 
 @pytest.mark.parametrize(

@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from companion._validate import check_positive
+from companion._validate import check_positive, check_token_ids
 from companion.layers.attention import record_attention
 from companion.modes import eval_mode
 
@@ -116,14 +116,20 @@ def _inference(model: nn.Module, save_attention_weights: bool) -> Iterator[None]
 
 
 def _check_decode_args(
-    decoder: nn.Module,
+    model: nn.Module,
     src: torch.Tensor,
     src_valid_len: torch.Tensor | None,
     num_steps: int,
     **ids: int,
-) -> None:
+) -> torch.Tensor:
+    """The arguments of a decoding, checked before the encoder runs; returns ``src`` as
+    ``torch.long`` token ids (any integer dtype, or a numpy array, goes)."""
+    if type(src).__module__ == "numpy" and hasattr(src, "dtype"):
+        src = torch.as_tensor(src)
     if not isinstance(src, torch.Tensor) or src.dim() != 2:
         raise ValueError(f"src must be a 2-D (batch, num_steps) tensor; got {src!r:.80}")
+    encoder, decoder = _encoder_decoder(model)
+    src = check_token_ids(src, _vocab_size(encoder) or torch.iinfo(torch.long).max, "src")
     if src_valid_len is not None and (
         not isinstance(src_valid_len, torch.Tensor) or tuple(src_valid_len.shape) != (src.shape[0],)
     ):
@@ -142,6 +148,7 @@ def _check_decode_args(
             raise ValueError(f"{name} must be a token id (an int >= 0); got {token!r}")
         if vocab_size is not None and token >= vocab_size:
             raise ValueError(f"{name} {token} is outside the vocabulary [0, {vocab_size})")
+    return src
 
 
 def _vocab_size(decoder: nn.Module) -> int | None:
@@ -227,8 +234,9 @@ def greedy_decode(
     Decodes at most ``num_steps`` tokens per example, stops an example at its ``<eos>`` and
     the batch when all have stopped. See :class:`Decoded` for what comes back.
     """
-    _, decoder = _encoder_decoder(model)
-    _check_decode_args(decoder, src, src_valid_len, num_steps, bos_id=bos_id, eos_id=eos_id)
+    src = _check_decode_args(model, src, src_valid_len, num_steps, bos_id=bos_id, eos_id=eos_id)
+    if not len(src):
+        return Decoded([], [])  # no rows, nothing to decode
     bos = torch.full((src.shape[0],), bos_id, dtype=torch.long, device=src.device)
     tokens, log_probs, weights = decode_steps(
         model, src, src_valid_len, bos, num_steps, eos_id, None, save_attention_weights
@@ -257,12 +265,14 @@ def beam_search(
     attention weights of the best sequences come from decoding them once more, so they have
     the layout that :func:`greedy_decode` gives. Arguments as :func:`greedy_decode`.
     """
+    src = _check_decode_args(model, src, src_valid_len, num_steps, bos_id=bos_id, eos_id=eos_id)
     encoder, decoder = _encoder_decoder(model)
-    _check_decode_args(decoder, src, src_valid_len, num_steps, bos_id=bos_id, eos_id=eos_id)
     if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
         raise ValueError(f"beam_size must be a positive integer; got {beam_size!r}")
     if not length_penalty >= 0:
         raise ValueError(f"length_penalty must be >= 0; got {length_penalty}")
+    if not len(src):
+        return Decoded([], [])  # no rows, nothing to decode
     batch_size, K, device = src.shape[0], beam_size, src.device
     with _inference(model, save_attention_weights=False):
         state = decoder.init_state(encoder(src, src_valid_len), src_valid_len)
@@ -277,16 +287,16 @@ def beam_search(
         last = torch.full((batch_size * K, 1), bos_id, dtype=torch.long, device=device)
         for t in range(num_steps):
             step, state = _step_log_probs(decoder, last, state, eos_id)  # (batch * K, vocab)
-            step = step.reshape(batch_size, K, -1)  # (batch, K, vocab_size)
+            step = step.unflatten(0, (batch_size, K))  # (batch, K, vocab_size)
             frozen = torch.full_like(step[0, 0], float("-inf"))
             frozen[eos_id] = 0.0  # a finished beam goes on with <eos>, at no cost
             step = torch.where(finished[..., None], frozen, step)
             candidates = log_probs[..., None] + step  # (batch, K, vocab_size)
             cand_lengths = lengths + (~finished).long()  # (batch, K)
             ranking = candidates / cand_lengths[..., None].float() ** length_penalty
-            best = ranking.reshape(batch_size, -1).topk(K, dim=1).indices  # (batch, K)
+            best = ranking.flatten(1).topk(K, dim=1).indices  # (batch, K)
             parent, token = best // step.shape[-1], best % step.shape[-1]  # (batch, K) each
-            log_probs = candidates.reshape(batch_size, -1).gather(1, best)
+            log_probs = candidates.flatten(1).gather(1, best)
             lengths = cand_lengths.gather(1, parent)
             finished = finished.gather(1, parent) | (token == eos_id)
             history = tokens.gather(1, parent[..., None].expand(-1, -1, t))  # (batch, K, t)

@@ -162,7 +162,7 @@ def share_kv_heads(
         mask = mask.repeat(1, group, 1) if group > 1 and mask.shape[-2] > 1 else mask
         mask = mask[:, None]  # (batch or 1, 1, group * queries or 1, keys)
     if bias is not None and bias.dim() == 3:  # (heads, queries, keys): one per head
-        bias = bias.reshape(kv_heads, group * num_queries, -1)
+        bias = bias.reshape(kv_heads, group * num_queries, bias.shape[-1])
     return queries, mask, bias
 
 
@@ -259,13 +259,13 @@ class DotProductAttention(KeepsWeights):
             d = queries.shape[-1]
             scores = queries @ keys.transpose(-2, -1) / math.sqrt(d)  # (..., queries, keys)
             weights = masked_softmax(scores if bias is None else scores + bias, mask=mask)
-            self._attention_weights = weights.reshape(*shape, -1)  # (batch, [heads,] q, keys)
+            self._attention_weights = weights.reshape(*shape, keys.shape[-2])  # (b, [h,] q, k)
             output = self.dropout(weights) @ values  # (..., queries, v)
         else:  # fused path: the same numbers, the weights never stored
             self._attention_weights = None
             dropout_p = self.dropout.p if self.training else 0.0
             output = fused_attention(queries, keys, values, mask, bias, dropout_p)
-        return output.reshape(*shape, -1)  # (batch, [heads,] queries, v)
+        return output.reshape(*shape, values.shape[-1])  # (batch, [heads,] queries, v)
 
 
 class AdditiveAttention(KeepsWeights):
@@ -409,11 +409,11 @@ class MultiHeadAttention(nn.Module):
 
     def split_heads(self, X: torch.Tensor) -> torch.Tensor:
         """(batch, steps, heads * head_dim) -> (batch, heads, steps, head_dim)"""
-        return X.reshape(X.shape[0], X.shape[1], -1, self.head_dim).transpose(1, 2)
+        return X.unflatten(-1, (-1, self.head_dim)).transpose(1, 2)
 
     def merge_heads(self, X: torch.Tensor) -> torch.Tensor:
         """(batch, heads, steps, head_dim) -> (batch, steps, num_hiddens): concatenated heads"""
-        return X.transpose(1, 2).reshape(X.shape[0], X.shape[2], -1)
+        return X.transpose(1, 2).flatten(2)
 
     def forward(
         self,

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
-from companion._validate import check_dropout, check_hiddens
+from companion._validate import check_dropout, check_hiddens, check_like_weights
 from companion.layers.attention import MultiHeadAttention
 from companion.layers.feedforward import PositionWiseFFN, SwiGLU, ViTMLP
 from companion.layers.kv_cache import KVCache
@@ -58,6 +58,8 @@ class AddNorm(nn.Module):
         self.ln = nn.LayerNorm(norm_shape)
 
     def forward(self, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
+        check_like_weights(X, self.ln.weight)
+        check_like_weights(Y, self.ln.weight, "Y")
         if X.shape != Y.shape:
             raise ValueError(
                 f"X and Y must have the same shape; got X {tuple(X.shape)}, Y {tuple(Y.shape)}"
@@ -92,7 +94,7 @@ class TransformerEncoderBlock(nn.Module):
         self.addnorm2 = AddNorm(num_hiddens, dropout)
 
     def forward(self, X: torch.Tensor, valid_lens: torch.Tensor | None = None) -> torch.Tensor:
-        check_hiddens(X, self.num_hiddens)
+        check_hiddens(X, self.num_hiddens, like=self.addnorm1.ln.weight)
         Y = self.addnorm1(X, self.attention(X, X, X, valid_lens))  # (batch, steps, num_hiddens)
         return self.addnorm2(Y, self.ffn(Y))  # (batch, steps, num_hiddens)
 
@@ -136,8 +138,8 @@ class TransformerDecoderBlock(nn.Module):
         enc_valid_lens: torch.Tensor | None = None,
         cache: DecoderCache | None = None,
     ) -> torch.Tensor:
-        check_hiddens(X, self.num_hiddens)
-        check_hiddens(enc_outputs, self.num_hiddens, "enc_outputs")
+        check_hiddens(X, self.num_hiddens, like=self.addnorm1.ln.weight)
+        check_hiddens(enc_outputs, self.num_hiddens, "enc_outputs", like=self.addnorm1.ln.weight)
         self_cache, cross_cache = cache if cache is not None else (None, None)
         # Each step sees itself and every step before it, cached or new.
         Y = self.addnorm1(X, self.attention1(X, X, X, causal=True, cache=self_cache))
@@ -155,11 +157,12 @@ class TransformerDecoderBlock(nn.Module):
         """Queries ``Y`` attend to the encoder outputs. In beam search ``Y`` has ``beams`` rows
         per example but the encoder outputs one: the beams become extra queries of it."""
         batch_size, rows = enc_outputs.shape[0], Y.shape[0]
-        if rows % batch_size:
+        beams, left = divmod(rows, batch_size) if batch_size else (1, rows)  # rows per example
+        if left:
             raise ValueError(
                 f"X has {rows} rows, not a multiple of the {batch_size} rows of enc_outputs"
             )
-        queries = Y.reshape(batch_size, -1, Y.shape[-1])  # (batch, beams * steps, num_hiddens)
+        queries = Y.reshape(batch_size, beams * Y.shape[1], Y.shape[-1])  # (batch, beams*steps, d)
         output = self.attention2(queries, enc_outputs, enc_outputs, enc_valid_lens, cache=cache)
         return output.reshape(Y.shape)  # (rows, steps, num_hiddens)
 
@@ -235,7 +238,7 @@ class PreNormBlock(nn.Module):
         causal: bool = False,
         cache: KVCache | None = None,
     ) -> torch.Tensor:
-        check_hiddens(X, self.num_hiddens)
+        check_hiddens(X, self.num_hiddens, like=self.ln1.weight)
         Y = self.ln1(X)  # (batch, steps, num_hiddens)
         X = X + self.attention(Y, Y, Y, valid_lens, causal=causal, cache=cache)
         return X + self.mlp(self.ln2(X))  # (batch, steps, num_hiddens)

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from companion._validate import check_dropout, check_positive
+from companion._validate import check_dropout, check_in_features, check_like_weights, check_positive
 from companion.layers.attention import _linear
 
 
@@ -32,11 +32,13 @@ class PositionWiseFFN(nn.Module):
         self, ffn_num_hiddens: int, ffn_num_outputs: int, *, num_inputs: int | None = None
     ) -> None:
         super().__init__()
+        check_positive(ffn_num_hiddens=ffn_num_hiddens, ffn_num_outputs=ffn_num_outputs)
         self.dense1 = _linear(num_inputs, ffn_num_hiddens, bias=True)
         self.relu = nn.ReLU()
         self.dense2 = nn.Linear(ffn_num_hiddens, ffn_num_outputs)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
+        check_in_features(X=(self.dense1, X))
         # (..., features) -> (..., ffn_num_hiddens) -> (..., ffn_num_outputs)
         return self.dense2(self.relu(self.dense1(X)))
 
@@ -61,6 +63,7 @@ class ViTMLP(nn.Module):
     ) -> None:
         super().__init__()
         check_dropout(dropout)
+        check_positive(mlp_num_hiddens=mlp_num_hiddens, mlp_num_outputs=mlp_num_outputs)
         self.dense1 = _linear(num_inputs, mlp_num_hiddens, bias=True)
         self.gelu = nn.GELU()
         self.dropout1 = nn.Dropout(dropout)
@@ -68,6 +71,7 @@ class ViTMLP(nn.Module):
         self.dropout2 = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_in_features(x=(self.dense1, x))
         x = self.dropout1(self.gelu(self.dense1(x)))  # (..., mlp_num_hiddens)
         return self.dropout2(self.dense2(x))  # (..., mlp_num_outputs)
 
@@ -99,5 +103,6 @@ class SwiGLU(nn.Module):
                 f"X must have num_hiddens={self.gate_proj.in_features} features on its last "
                 f"axis; got shape {tuple(X.shape)}"
             )
+        check_like_weights(X, self.gate_proj.weight)
         hidden = F.silu(self.gate_proj(X)) * self.up_proj(X)  # (..., ffn_num_hiddens)
         return self.dropout(self.down_proj(hidden))  # (..., num_hiddens)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from companion._validate import check_positive
+from companion._validate import check_like_weights, check_positive
 
 
 class RMSNorm(nn.Module):
@@ -39,6 +39,7 @@ class RMSNorm(nn.Module):
                 f"X must have num_hiddens={self.weight.shape[0]} features on its last axis; "
                 f"got shape {tuple(X.shape)}"
             )
+        check_like_weights(X, self.weight)
         X32 = X.float()
         mean_square = X32.pow(2).mean(dim=-1, keepdim=True)  # (..., 1)
         return self.weight * (X32 * torch.rsqrt(mean_square + self.eps)).to(X.dtype)

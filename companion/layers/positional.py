@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from companion._validate import check_dropout, check_positive
+from companion._validate import check_dropout, check_like_weights, check_positive
 
 
 class PositionalEncoding(nn.Module):
@@ -47,6 +47,7 @@ class PositionalEncoding(nn.Module):
     def forward(self, X: torch.Tensor, *, offset: int = 0) -> torch.Tensor:
         """``X`` of shape ``(batch, steps, num_hiddens)``; its first step is at ``offset``."""
         max_len, num_hiddens = self.P.shape[1], self.P.shape[2]
+        check_like_weights(X, self.P)
         if X.dim() != 3 or X.shape[-1] != num_hiddens:
             raise ValueError(
                 f"X must have shape (batch, steps, num_hiddens={num_hiddens}); got {tuple(X.shape)}"
@@ -59,7 +60,7 @@ class PositionalEncoding(nn.Module):
                 f"{offset + X.shape[1] - 1}, but max_len={max_len}; construct the encoding "
                 "with a larger max_len"
             )
-        X = X + self.P[:, offset : offset + X.shape[1], :].to(X.device)  # (batch, steps, d)
+        X = X + self.P[:, offset : offset + X.shape[1], :]  # (batch, steps, num_hiddens)
         return self.dropout(X)
 
 

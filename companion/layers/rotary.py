@@ -21,7 +21,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from companion._validate import check_positive
+from companion._validate import check_like_weights, check_positive
 
 Pairing = Literal["half", "interleaved"]
 PAIRINGS = ("half", "interleaved")
@@ -67,6 +67,7 @@ class RotaryEmbedding(nn.Module):
         return positions.float()[:, None] * self.inv_freq[None, :]  # (steps, head_dim / 2)
 
     def forward(self, X: torch.Tensor, *, offset: int = 0) -> torch.Tensor:
+        check_like_weights(X, self.inv_freq)
         if X.dim() != 4 or X.shape[-1] != self.head_dim:
             raise ValueError(
                 f"X must be 4-D (batch, heads, steps, head_dim={self.head_dim}); "

@@ -26,12 +26,13 @@ fine-tuning on agreement stayed at chance.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import torch
 from torch import nn
 
 from companion._validate import (
+    check_in_features,
     check_positive,
     check_same_device,
     check_token_ids,
@@ -65,6 +66,7 @@ def get_tokens_and_segments(
 
 
 def _embedding(num_embeddings: int, num_hiddens: int) -> nn.Embedding:
+    check_positive(vocab_size=num_embeddings, num_hiddens=num_hiddens)
     embedding = nn.Embedding(num_embeddings, num_hiddens)
     nn.init.normal_(embedding.weight, std=INIT_STD)
     return embedding
@@ -108,7 +110,7 @@ class BERTEncoder(nn.Module):
     def forward(
         self, tokens: torch.Tensor, segments: torch.Tensor, valid_lens: torch.Tensor | None
     ) -> torch.Tensor:
-        self._check_inputs(tokens, segments)
+        tokens, segments = self._check_inputs(tokens, segments)
         # (batch, steps) -> (batch, steps, num_hiddens)
         X = self.token_embedding(tokens) + self.segment_embedding(segments)
         X = X + self.pos_embedding[:, : X.shape[1], :]
@@ -116,11 +118,15 @@ class BERTEncoder(nn.Module):
             X = blk(X, valid_lens)  # (batch, steps, num_hiddens)
         return X
 
-    def _check_inputs(self, tokens: torch.Tensor, segments: torch.Tensor) -> None:
+    def _check_inputs(
+        self, tokens: torch.Tensor, segments: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Token ids and segments 0 or 1, of one shape, at most ``max_len`` steps, on the
-        model's device (the blocks check ``valid_lens``)."""
-        check_token_ids(tokens, self.token_embedding.num_embeddings, "tokens")
-        check_token_ids(segments, 2, "segments", what="segment ids", within="the segments")
+        model's device (the blocks check ``valid_lens``); returned as ``torch.long``."""
+        tokens = check_token_ids(tokens, self.token_embedding.num_embeddings, "tokens")
+        segments = check_token_ids(
+            segments, 2, "segments", what="segment ids", within="the segments"
+        )
         if segments.shape != tokens.shape:
             raise ValueError(
                 f"segments must have the shape of tokens {tuple(tokens.shape)}; "
@@ -130,6 +136,7 @@ class BERTEncoder(nn.Module):
         if tokens.shape[1] > max_len:
             raise ValueError(f"tokens has {tokens.shape[1]} steps, more than max_len={max_len}")
         check_same_device(tokens, self.token_embedding.weight, "tokens")
+        return tokens, segments
 
 
 class MaskLM(nn.Module):
@@ -155,18 +162,23 @@ class MaskLM(nn.Module):
         )
 
     def forward(self, X: torch.Tensor, pred_positions: torch.Tensor) -> torch.Tensor:
-        _check_mask_lm_inputs(X, pred_positions)
+        first = cast(nn.Linear, self.mlp[0])  # nn.Sequential: untyped
+        pred_positions = _check_mask_lm_inputs(X, pred_positions, first)
         index = pred_positions[..., None].expand(-1, -1, X.shape[-1])  # (batch, preds, d)
         masked_X = X.gather(1, index)  # (batch, num_preds, num_hiddens): row b, step p[b, j]
         return self.mlp(masked_X)  # (batch, num_preds, vocab_size)
 
 
-def _check_mask_lm_inputs(X: torch.Tensor, pred_positions: torch.Tensor) -> None:
-    """``X`` ``(batch, steps, num_hiddens)``; ``pred_positions`` ``(batch, num_preds)``, each
-    a position in ``[0, steps)``."""
+def _check_mask_lm_inputs(
+    X: torch.Tensor, pred_positions: torch.Tensor, first: nn.Linear
+) -> torch.Tensor:
+    """``X`` ``(batch, steps, num_hiddens)``, as the ``first`` layer takes it;
+    ``pred_positions`` ``(batch, num_preds)``, each a position in ``[0, steps)``, returned as
+    ``torch.long``."""
+    check_in_features(X=(first, X))
     if X.dim() != 3:
         raise ValueError(f"X must be 3-D (batch, steps, num_hiddens); got {tuple(X.shape)}")
-    check_token_ids(
+    pred_positions = check_token_ids(
         pred_positions, X.shape[1], "pred_positions", what="positions", within="the sequence"
     )
     if pred_positions.shape[0] != X.shape[0]:
@@ -174,6 +186,7 @@ def _check_mask_lm_inputs(X: torch.Tensor, pred_positions: torch.Tensor) -> None
             f"pred_positions must be (batch={X.shape[0]}, num_preds); "
             f"got {tuple(pred_positions.shape)}"
         )
+    return pred_positions
 
 
 class NextSentencePred(nn.Module):
@@ -187,6 +200,7 @@ class NextSentencePred(nn.Module):
         self.output = _linear(num_inputs, 2, bias=True)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
+        check_in_features(X=(self.output, X))
         if X.dim() != 2:
             raise ValueError(f"X must be 2-D (batch, num_hiddens); got {tuple(X.shape)}")
         return self.output(X)  # (batch, 2)
@@ -309,8 +323,9 @@ def _check_masking_arguments(
     mask_id: int,
     mask_prob: float,
     rule: Sequence[float],
-) -> None:
-    check_token_ids(tokens, vocab_size, "tokens")
+) -> torch.Tensor:
+    """The arguments of :func:`mask_tokens`; returns ``tokens`` as ``torch.long``."""
+    tokens = check_token_ids(tokens, vocab_size, "tokens")
     check_valid_lens(valid_lens, tokens.shape[0], tokens.shape[1], tokens.shape[1], axis="steps")
     if not 0 <= mask_id < vocab_size:
         raise ValueError(f"mask_id must be in [0, vocab_size={vocab_size}); got {mask_id}")
@@ -321,6 +336,7 @@ def _check_masking_arguments(
             "rule must be three fractions (mask, random, keep) that sum to 1, such as "
             f"(0.8, 0.1, 0.1); got {tuple(rule)}"
         )
+    return tokens
 
 
 def mask_tokens(
@@ -350,7 +366,7 @@ def mask_tokens(
     position 0, label 0 and weight 0 (d2l's padding). Every draw comes from ``generator`` (a CPU
     generator; the results move to the device of ``tokens``).
     """
-    _check_masking_arguments(tokens, valid_lens, vocab_size, mask_id, mask_prob, rule)
+    tokens = _check_masking_arguments(tokens, valid_lens, vocab_size, mask_id, mask_prob, rule)
     batch_size, steps = tokens.shape
     device = tokens.device
     cpu_tokens, lens = tokens.cpu(), valid_lens.cpu()  # the draws happen on the CPU

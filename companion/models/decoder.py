@@ -51,11 +51,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from companion._validate import (
+    check_attention_shape,
     check_dropout,
+    check_number,
     check_positive,
     check_same_device,
     check_steps,
     check_token_ids,
+    check_type,
 )
 from companion.generation.sampling import check_sampling_arguments, generate_tokens
 from companion.layers.blocks import PreNormBlock
@@ -113,9 +116,25 @@ class DecoderConfig:
                 raise ValueError(f"{field} must be one of {choices}; got {getattr(self, field)!r}")
         check_pairing(self.rope_pairing)
         check_dropout(self.dropout)
-        if not self.norm_eps > 0:
-            raise ValueError(f"norm_eps must be positive; got {self.norm_eps}")
-        # The attention checks num_kv_heads and window against num_heads when it is built.
+        check_number("norm_eps", self.norm_eps, above=0)
+        check_number("rope_base", self.rope_base, above=1)
+        for flag in ("bias", "tie_weights", "causal"):
+            check_type(flag, getattr(self, flag), bool, "True or False")
+        # The fields must fit together, here rather than when a model is built from them.
+        check_attention_shape(
+            self.num_hiddens, self.num_heads, self.num_kv_heads, self.window, None
+        )
+        head_dim = self.num_hiddens // self.num_heads
+        if self.positions == "rope" and head_dim % 2:
+            raise ValueError(
+                f"positions='rope' rotates pairs of features: each head's num_hiddens / num_heads "
+                f"= {self.num_hiddens} / {self.num_heads} = {head_dim} features must be even"
+            )
+        if not self.causal and (self.window is not None or self.positions == "alibi"):
+            raise ValueError(
+                f"a window ({self.window}) and ALiBi (positions={self.positions!r}) mask by "
+                "position and are causal: they need causal=True"
+            )
 
     def replace(self, **changes: object) -> DecoderConfig:
         """A copy with some fields changed, e.g. ``config.replace(norm="rms")``."""
@@ -130,15 +149,19 @@ def gpt2_config(vocab_size: int, **changes: object) -> DecoderConfig:
 
 def llama_config(vocab_size: int, **changes: object) -> DecoderConfig:
     """A Llama-style block: RMSNorm, RoPE (Hugging Face's ``"half"`` pairing), SwiGLU, two query
-    heads per key-value head, and an untied output layer."""
-    base = DecoderConfig(vocab_size)
-    llama = base.replace(
-        norm="rms",
-        positions="rope",
-        ffn="swiglu",
-        norm_eps=1e-6,
-        tie_weights=False,
-        num_kv_heads=max(1, base.num_heads // 2),
+    heads per key-value head (of the final ``num_heads``, unless ``changes`` set
+    ``num_kv_heads``), and an untied output layer."""
+    if "num_kv_heads" not in changes:  # two query heads per key-value head
+        num_heads = changes.get("num_heads", DecoderConfig.num_heads)
+        if isinstance(num_heads, int) and not isinstance(num_heads, bool):
+            if num_heads % 2:
+                raise ValueError(
+                    f"llama_config shares each key-value head between two query heads, so "
+                    f"num_heads must be even; got num_heads={num_heads}. Pass num_kv_heads too"
+                )
+            changes = {**changes, "num_kv_heads": num_heads // 2}
+    llama = DecoderConfig(vocab_size).replace(
+        norm="rms", positions="rope", ffn="swiglu", norm_eps=1e-6, tie_weights=False
     )
     return llama.replace(**changes)
 

@@ -256,12 +256,13 @@ def _check_encoder_state(
 def _beams_per_example(X: torch.Tensor, batch_size: int, hidden_state: torch.Tensor) -> int:
     """Rows of ``X`` per example: 1, or the beam size while beam search decodes. ``X`` must
     have the rows of the GRU state ``(num_layers, rows, num_hiddens)``."""
-    if X.shape[0] != hidden_state.shape[1] or X.shape[0] % batch_size:
+    beams, left = divmod(X.shape[0], batch_size) if batch_size else (1, X.shape[0])
+    if X.shape[0] != hidden_state.shape[1] or left:
         raise ValueError(
             f"X has batch {X.shape[0]}; the decoder state has {hidden_state.shape[1]} rows "
             f"for {batch_size} examples"
         )
-    return X.shape[0] // batch_size
+    return beams
 
 
 class EncoderDecoder(nn.Module):

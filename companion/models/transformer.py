@@ -82,6 +82,7 @@ def token_embedding(vocab_size: int, num_hiddens: int) -> nn.Embedding:
     stalled below 80% exact match after six epochs, where this one passed 99% in four. Only
     the initial values differ; a d2l state dict loads as before.
     """
+    check_positive(vocab_size=vocab_size, num_hiddens=num_hiddens)
     embedding = nn.Embedding(vocab_size, num_hiddens)
     nn.init.normal_(embedding.weight, std=num_hiddens**-0.5)
     return embedding
