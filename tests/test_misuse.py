@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import misuse_text
+import misuse_training
 import pytest
 import torch
 from torch import nn
@@ -19,7 +20,7 @@ from companion.generation.sampling import sample_next
 from companion.layers.blocks import DecoderCache
 from companion.layers.kv_cache import KVCache
 from companion.models.bert import BERTClassifier, mask_tokens
-from companion.models.decoder import DecoderLM, llama_config
+from companion.models.decoder import DecoderConfig, DecoderLM, llama_config
 from companion.training.pretrain import accuracy
 from companion.training.train import fit
 
@@ -84,6 +85,14 @@ def mha_cache_of_another_batch() -> None:
         for batch in (2, 3):
             X = torch.randn(batch, 1, 8)
             layer(X, X, X, cache=cache)
+
+
+def decoder_config(**fields: object) -> Callable[[], object]:
+    return lambda: DecoderConfig(VOCAB, **fields)
+
+
+def dot_attention(queries, keys, values, **kwargs) -> Callable[[], object]:
+    return lambda: C.DotProductAttention(0.0)(queries, keys, values, **kwargs)
 
 
 def mean_pooling(valid_lens: torch.Tensor) -> Callable[[], object]:
@@ -270,6 +279,222 @@ MISUSES = [
         r"a window \(3\) and ALiBi \(False\) mask by position and are causal",
     ),
     (
+        "keys with 3 heads for 4 query heads",
+        dot_attention(torch.randn(2, 4, 3, 8), *(torch.randn(2, 3, 5, 8),) * 2),
+        ValueError,
+        r"keys and values must have as many heads as the queries, or a number of heads that "
+        r"divides theirs",
+    ),
+    (
+        "a mask and valid_lens together",
+        dot_attention(X8, X8, X8, valid_lens=torch.tensor([3, 2]), mask=torch.ones(1, 3, 3) > 0),
+        ValueError,
+        r"give valid_lens or mask, not both: the mask replaces valid_lens",
+    ),
+    (
+        "integer scores to masked_softmax",
+        lambda: C.masked_softmax(torch.zeros(1, 2, 3, dtype=torch.long)),
+        ValueError,
+        r"X must be floating point, like the layer; got torch.int64",
+    ),
+    (
+        "a list of vectors to an attention layer",
+        lambda: mha()(X8.tolist(), X8, X8),
+        TypeError,
+        r"queries must be a floating-point torch.Tensor; got list",
+    ),
+    # the other layers take floats of their own dtype, as the attention layers do
+    (
+        "float64 inputs to the positional encoding",
+        lambda: C.PositionalEncoding(8, 0.0)(X8.double()),
+        ValueError,
+        r"X must have the layer's dtype torch.float32; got torch.float64",
+    ),
+    (
+        "token ids to the positional encoding",
+        lambda: C.PositionalEncoding(8, 0.0)(X8.long()),
+        ValueError,
+        r"X must be floating point, like the layer; got torch.int64",
+    ),
+    (
+        "integer queries to RoPE",
+        lambda: C.RotaryEmbedding(4)(torch.zeros(1, 2, 3, 4, dtype=torch.long)),
+        ValueError,
+        r"X must be floating point, like the layer; got torch.int64",
+    ),
+    (
+        "bfloat16 inputs to a float32 RMSNorm",
+        lambda: C.RMSNorm(8)(X8.bfloat16()),
+        ValueError,
+        r"X must have the layer's dtype torch.float32; got torch.bfloat16",
+    ),
+    (
+        "uint8 inputs to SwiGLU",
+        lambda: C.SwiGLU(8, 16)(X8.to(torch.uint8)),
+        ValueError,
+        r"X must be floating point, like the layer; got torch.uint8",
+    ),
+    (
+        "integer inputs to the position-wise FFN",
+        lambda: C.PositionWiseFFN(16, 8, num_inputs=8)(X8.long()),
+        ValueError,
+        r"X must be floating point, like the layer; got torch.int64",
+    ),
+    (
+        "float64 inputs to the ViT's MLP",
+        lambda: C.ViTMLP(16, 8, num_inputs=8)(X8.double()),
+        ValueError,
+        r"x must have the layer's dtype torch.float32; got torch.float64",
+    ),
+    (
+        "float64 inputs to AddNorm",
+        lambda: C.AddNorm(8, 0.0)(X8.double(), X8.double()),
+        ValueError,
+        r"X must have the layer's dtype torch.float32; got torch.float64",
+    ),
+    (
+        "bfloat16 inputs to a float32 pre-norm block",
+        lambda: C.PreNormBlock(8, 8, 16, 2, 0.0)(X8.bfloat16()),
+        ValueError,
+        r"X must have the layer's dtype torch.float32; got torch.bfloat16",
+    ),
+    (
+        "integer encoder outputs to a decoder block",
+        lambda: C.TransformerDecoderBlock(8, 16, 2, 0.0, 0)(X8, X8.long()),
+        ValueError,
+        r"enc_outputs must be floating point, like the layer; got torch.int64",
+    ),
+    (
+        "float64 encoder outputs to the masked-LM head",
+        lambda: C.MaskLM(VOCAB, 8, num_inputs=8)(X8.double(), torch.zeros(2, 1, dtype=torch.long)),
+        ValueError,
+        r"X must have the layer's dtype torch.float32; got torch.float64",
+    ),
+    (
+        "integer inputs to the next-sentence head",
+        lambda: C.NextSentencePred(num_inputs=8)(torch.zeros(2, 8, dtype=torch.long)),
+        ValueError,
+        r"X must be floating point, like the layer; got torch.int64",
+    ),
+    # token ids
+    (
+        "float token ids",
+        lambda: gpt()(torch.zeros(2, 3)),
+        ValueError,
+        r"X must hold integer token ids \(torch.long\); got torch.float32",
+    ),
+    (
+        "bool token ids",
+        lambda: gpt()(torch.zeros(2, 3, dtype=torch.bool)),
+        ValueError,
+        r"X must hold integer token ids \(torch.long\); got torch.bool",
+    ),
+    (
+        "token ids as a list",
+        lambda: gpt()([[1, 2, 3]]),
+        TypeError,
+        r"X must be a tensor of token ids; got list",
+    ),
+    (
+        "uint8 token ids outside the vocabulary",
+        lambda: gpt()(torch.full((2, 3), 200, dtype=torch.uint8)),
+        ValueError,
+        r"X holds token ids from 200 to 200, outside the vocabulary \[0, 11\)",
+    ),
+    (
+        "float source ids to greedy decoding",
+        lambda: C.greedy_decode(transformer(), torch.ones(2, 3), None, 1, 2, 4),
+        ValueError,
+        r"src must hold integer token ids \(torch.long\); got torch.float32",
+    ),
+    # configurations whose fields contradict each other
+    (
+        "llama_config with an odd head count",
+        lambda: llama_config(VOCAB, num_heads=3, num_hiddens=48),
+        ValueError,
+        r"llama_config shares each key-value head between two query heads, so num_heads must be "
+        r"even; got num_heads=3. Pass num_kv_heads too",
+    ),
+    (
+        "a decoder whose heads do not divide its width",
+        decoder_config(num_hiddens=10, num_heads=4),
+        ValueError,
+        r"num_hiddens \(10\) must be divisible by num_heads \(4\)",
+    ),
+    (
+        "num_kv_heads that does not divide num_heads",
+        decoder_config(num_heads=4, num_kv_heads=3),
+        ValueError,
+        r"num_heads \(4\) must be divisible by num_kv_heads \(3\)",
+    ),
+    (
+        "a window of 0",
+        decoder_config(window=0),
+        ValueError,
+        r"window must be a positive integer; got 0",
+    ),
+    (
+        "RoPE on heads of an odd size",
+        decoder_config(num_hiddens=12, num_heads=4, positions="rope"),
+        ValueError,
+        r"positions='rope' rotates pairs of features: each head's num_hiddens / num_heads = "
+        r"12 / 4 = 3 features must be even",
+    ),
+    (
+        "a window in a model that is not causal",
+        decoder_config(window=3, causal=False),
+        ValueError,
+        r"a window \(3\) and ALiBi \(positions='learned'\) mask by position and are causal",
+    ),
+    (
+        "rope_base=1",
+        decoder_config(rope_base=1.0),
+        ValueError,
+        r"rope_base must be a number > 1; got 1.0",
+    ),
+    (
+        "bias='yes'",
+        decoder_config(bias="yes"),
+        TypeError,
+        r"bias must be True or False; got the str 'yes'",
+    ),
+    (
+        "a Transformer whose heads do not divide its width",
+        lambda: C.TransformerEncoder(VOCAB, 10, 16, 4, 2, 0.0),
+        ValueError,
+        r"num_hiddens \(10\) must be divisible by num_heads \(4\)",
+    ),
+    (
+        "a Transformer with an empty vocabulary",
+        lambda: C.TransformerDecoder(0, 8, 16, 2, 2, 0.0),
+        ValueError,
+        r"vocab_size must be a positive integer; got 0",
+    ),
+    (
+        "a BERT with no hidden units in its FFN",
+        lambda: C.BERTModel(VOCAB, 8, 0, 2, 1, 0.0),
+        ValueError,
+        r"ffn_num_hiddens must be a positive integer; got 0",
+    ),
+    (
+        "a ViT whose patches do not tile the image",
+        lambda: C.ViT(8, 3, 8, 16, 2, 1, 0.0, 0.0),
+        ValueError,
+        r"img_size \(8, 8\) must be divisible by patch_size \(3, 3\)",
+    ),
+    (
+        "a ViT whose heads do not divide its width",
+        lambda: C.ViT(8, 2, 10, 16, 4, 1, 0.0, 0.0),
+        ValueError,
+        r"num_hiddens \(10\) must be divisible by num_heads \(4\)",
+    ),
+    (
+        "a ViT with an MLP of no hidden units",
+        lambda: C.ViT(8, 2, 8, 0, 2, 1, 0.0, 0.0),
+        ValueError,
+        r"mlp_num_hiddens must be a positive integer; got 0",
+    ),
+    (
         "a positional offset of 1.5",
         lambda: C.PositionalEncoding(8, 0.0)(X8, offset=1.5),
         ValueError,
@@ -390,6 +615,7 @@ MISUSES = [
         r"num_epochs must be a positive integer; got 1.5",
     ),
 ] + misuse_text.MISUSES
+MISUSES += misuse_training.MISUSES
 
 
 @pytest.mark.parametrize(
@@ -438,6 +664,45 @@ def test_a_backward_pass_through_the_cache_gives_the_gradients_of_the_whole_sequ
     torch.cat(logits, dim=1).sum().backward()
     for (name, a), b in zip(whole.named_parameters(), cached.parameters()):
         torch.testing.assert_close(b.grad, a.grad, atol=1e-5, rtol=1e-5, msg=name)
+
+
+@pytest.mark.parametrize(
+    "as_ids",
+    [
+        pytest.param(lambda X: X.to(torch.uint8), id="uint8"),
+        pytest.param(lambda X: X.to(torch.int32), id="int32"),
+        pytest.param(lambda X: X.numpy(), id="numpy"),
+    ],
+)
+def test_token_ids_of_every_integer_type_are_read_as_long(as_ids):
+    X = ids(2, 4)
+    model, bert_model = gpt(), bert().eval()
+    torch.testing.assert_close(model(as_ids(X)), model(X))
+    torch.testing.assert_close(model.generate(as_ids(X), 2, 0.0), model.generate(X, 2, 0.0))
+    segments = torch.zeros(2, 4, dtype=torch.long)
+    torch.testing.assert_close(
+        bert_model(as_ids(X), as_ids(segments))[0], bert_model(X, segments)[0]
+    )
+    ours, theirs = transformer(), transformer()
+    assert C.greedy_decode(ours, as_ids(X), None, 1, 2, 4) == C.greedy_decode(
+        theirs, X, None, 1, 2, 4
+    )
+
+
+def test_a_batch_of_zero_rows_gives_zero_rows_back():
+    """Forward passes, generation and decoding: an empty batch is an empty result of the right
+    shape, as torch's own layers give, not an error from deep inside a reshape."""
+    none = ids(0, 3)
+    with torch.no_grad():
+        assert gpt()(none).shape == (0, 3, VOCAB)
+        assert gpt().generate(none, 2).shape == (0, 5)
+        assert mha()(X8[:0], X8[:0], X8[:0], causal=True).shape == (0, 3, 8)
+        assert transformer()(none, none, none[:, 0]).shape == (0, 3, VOCAB)
+        assert bert()(none, none)[0].shape == (0, 3, 8)
+        assert vit()(torch.zeros(0, 1, 8, 8)).shape == (0, 10)
+    for search in (C.greedy_decode, lambda *args: C.beam_search(*args, beam_size=2)):
+        decoded = search(transformer(), none, None, 1, 2, 4)
+        assert decoded.tokens == [] and decoded.scores == []
 
 
 def test_keys_ignored_by_a_filled_static_cache_are_documented():
