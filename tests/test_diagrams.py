@@ -20,6 +20,7 @@ EXPECTED = {
         "query of step $t'+1$",
     ],
     "draw_multihead": ["attention\nhead 3", "concat", "$W_o$"],
+    "draw_additive_attention": ["$\\mathbf{W}_q$", "tanh", "$(b, 1, n_k, h)$"],
     "draw_transformer": ["masked self-attention", "cross-attention", "keys, values"],
     "draw_norm_placement": ["post-norm: $\\mathrm{LN}(x + f(x))$", "residual"],
     "draw_kv_cache": ["step 4", "$k_4, v_4$", "read from the cache"],

@@ -136,7 +136,8 @@ def test_a_seed_repeats_every_trial(capsys):
         return torch.softmax(-(((queries[:, None] - keys) / bandwidth) ** 2) / 2, dim=-1)
 
     assert check_gaussian_weights(record, seed=7) and check_gaussian_weights(record, seed=7)
-    assert len(shapes) == 10 and shapes[:5] == shapes[5:]
+    # each call: the rule check's run on the first trial's inputs, then the five trials
+    assert len(shapes) == 12 and shapes[:6] == shapes[6:] and shapes[0] == shapes[1]
 
 
 def test_without_a_seed_every_call_draws_other_inputs(capsys):

@@ -1,9 +1,16 @@
 """Checkers for the exercises of sec-attention-scoring (attention scoring functions).
 
-``check_masked_softmax`` checks a masked softmax with ``valid_lens`` of shape ``(batch,)`` and
-``(batch, queries)``; ``check_scaled_dot_product`` checks scaled dot-product attention with a
-padding mask. Both name the usual mistakes: the wrong softmax axis, a missing or misplaced mask,
-a missing or wrong scale.
+``check_masked_softmax`` checks a masked softmax built from scratch (the chapter's
+build-it-yourself): ``valid_lens`` of shape ``(batch,)`` and ``(batch, queries)``, lengths of 0
+(such a query gets all-zero weights, as companion's do), and a ``causal`` flag.
+``check_scaled_dot_product`` checks scaled dot-product attention with a padding mask. Both name
+the usual mistakes: the wrong softmax axis, a missing or misplaced mask, a missing or wrong
+scale, a causal mask off by one, a query with no key left uniform or NaN.
+
+Each exercise has a rule the values cannot check, and the checker enforces it
+(:mod:`companion.exercises.rules`): the masked softmax is written without companion's
+attention code, and scaled dot-product attention without ``DotProductAttention`` or PyTorch's
+fused ``scaled_dot_product_attention`` (``masked_softmax`` is allowed there).
 
 The sizes (batch, queries, keys, the width ``d`` of queries and keys, the width of the values)
 are drawn afresh on every call, all different from each other, so that a swapped axis or a
@@ -16,11 +23,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
 from companion.exercises.adapters import on_copies
-from companion.exercises.core import Inputs, check
+from companion.exercises.core import Inputs, check, first_seed, seeded_generator
+from companion.exercises.rules import forbidden_call
 from companion.exercises.sizes import draw
 from companion.layers.attention import masked_softmax
 
@@ -46,30 +55,67 @@ PER_QUERY_IGNORED = (
     "valid_lens per query ignored: with valid_lens of shape (batch, queries), query i of batch "
     "row b keeps its own first valid_lens[b, i] keys"
 )
+NO_KEY_UNIFORM = (
+    "a query with valid length 0 has no key to attend to, so its weights must all be 0; yours "
+    "spread them evenly over the padding. Set the rows that keep no key to 0 after the softmax"
+)
+NO_KEY_NAN = (
+    "NaN for a query with valid length 0: with -inf as the fill its softmax is 0/0. Fill with a "
+    "large finite negative number, then set the rows that keep no key to 0"
+)
+CAUSAL_IGNORED = "causal=True ignored: query i must not see the keys j > i"
+CAUSAL_DIAGONAL = "causal mask off by one: query i may see key i itself (keep j <= i, not j < i)"
+CAUSAL_TRANSPOSED = "causal mask transposed: query i keeps the keys j <= i, not j >= i"
+OWN_SOFTMAX = (
+    "the answer calls companion's attention code (masked_softmax or its mask): the exercise is "
+    "to build the masked softmax yourself, from torch operations"
+)
+OWN_ATTENTION = (
+    "the answer calls a finished attention layer (DotProductAttention, or PyTorch's "
+    "scaled_dot_product_attention): compute the scores, the masked softmax and the weighted "
+    "sum yourself (masked_softmax is allowed)"
+)
 
 
-def _keep(valid_lens: torch.Tensor, num_queries: int, num_keys: int) -> torch.Tensor:
-    """True where a query may attend to a key: ``(batch, queries or 1, keys)``."""
+def _keep(
+    valid_lens: torch.Tensor, num_queries: int, num_keys: int, causal: str | None = None
+) -> torch.Tensor:
+    """True where a query may attend to a key: ``(batch, queries or 1, keys)``. ``causal`` is
+    ``None`` (no causal mask), ``"right"`` (key j <= query i) or a mistake: ``"diagonal"``
+    (j < i) or ``"transposed"`` (j >= i); causal scores are square."""
     lens = valid_lens[:, None] if valid_lens.dim() == 1 else valid_lens  # (batch, 1 or queries)
-    return torch.arange(num_keys) < lens[..., None]
+    keep = torch.arange(num_keys) < lens[..., None]
+    if causal is not None:
+        i, j = torch.arange(num_queries)[:, None], torch.arange(num_keys)[None, :]
+        order = {"right": j <= i, "diagonal": j < i, "transposed": j >= i}[causal]
+        keep = keep & order  # (batch, queries, keys)
+    return keep
 
 
 def _softmax_variant(
     X: torch.Tensor,
     valid_lens: torch.Tensor,
+    causal: bool = False,
     *,
     axis: int = -1,
     fill: float | None = NEGATIVE,
     after: bool = False,
+    how: str = "right",
+    zero_empty: bool = True,
 ) -> torch.Tensor:
     """A masked softmax, right or wrong: ``fill=None`` skips the mask, ``after`` zeroes the
-    weights of masked keys after an unmasked softmax instead of masking the scores."""
-    keep = _keep(valid_lens, X.shape[1], X.shape[2])
+    weights of masked keys after an unmasked softmax instead of masking the scores, ``how`` is
+    the causal mask's kind (see :func:`_keep`), and ``zero_empty=False`` leaves the rows of a
+    query that keeps no key as the softmax made them (uniform, or NaN with ``-inf``)."""
+    keep = _keep(valid_lens, X.shape[1], X.shape[2], how if causal else None)
     if after:
         return torch.softmax(X, dim=axis) * keep
     if fill is not None:
         X = X.masked_fill(~keep, fill)
-    return torch.softmax(X, dim=axis)
+    weights = torch.softmax(X, dim=axis)
+    if zero_empty and fill is not None:
+        weights = weights * keep.any(dim=-1, keepdim=True)
+    return weights
 
 
 def _one_length_per_row(valid_lens: torch.Tensor, pick: str) -> torch.Tensor:
@@ -93,35 +139,84 @@ def _valid_lens(generator: torch.Generator, shape: tuple[int, ...], keys: int) -
 
 
 def _masked_softmax_inputs(generator: torch.Generator) -> Inputs:
-    # Trials alternate (their seeds are consecutive): valid_lens of shape (batch,) and of shape
-    # (batch, queries). Both must work.
-    two_d = generator.initial_seed() % 2 == 1
+    # Trials cycle through four cases (their seeds are consecutive): valid_lens of shape
+    # (batch,) or (batch, queries), each without and with causal (square scores then). Every
+    # trial has a query with valid length 0 and padded keys for every other one.
+    case = generator.initial_seed() % 4
+    two_d, causal = case % 2 == 1, case >= 2
     batch, queries, keys = _sizes(generator)
+    keys = queries if causal else keys
     X = 2 * torch.randn(batch, queries, keys, generator=generator)  # scores
-    return X, _valid_lens(generator, (batch, queries) if two_d else (batch,), keys)
+    valid_lens = _valid_lens(generator, (batch, queries) if two_d else (batch,), keys)
+    empty = int(torch.randint(batch, (1,), generator=generator))  # a batch row, or its query
+    if two_d:
+        valid_lens[empty, int(torch.randint(queries, (1,), generator=generator))] = 0
+    else:
+        valid_lens[empty] = 0
+    return X, valid_lens, causal
+
+
+def _reference_masked_softmax(X: torch.Tensor, valid_lens: torch.Tensor, causal: bool):
+    return masked_softmax(X, valid_lens, causal=causal)
 
 
 def check_masked_softmax(
     student_fn: Callable[..., torch.Tensor], *, seed: int | None = None
 ) -> bool:
-    """sec-attention-scoring: ``student_fn(X, valid_lens)`` returns the softmax of the scores ``X``
-    ``(batch, queries, keys)`` over the keys, with weight 0 on every key at a position
-    ``>= valid_lens``. ``valid_lens`` has shape ``(batch,)`` (one length per batch row) or
-    ``(batch, queries)`` (one per query), and is at least 1."""
+    """sec-attention-scoring: ``student_fn(X, valid_lens, causal)`` returns the softmax of the
+    scores ``X`` ``(batch, queries, keys)`` over the keys, with weight 0 on every key at a
+    position ``>= valid_lens`` and, with ``causal`` (square ``X``), on every key ``j > i`` of
+    query ``i``. ``valid_lens`` has shape ``(batch,)`` (one length per batch row) or ``(batch,
+    queries)`` (one per query); a query that keeps no key gets all-zero weights. The answer
+    builds it from torch operations: one that calls companion's attention code fails."""
+    start = first_seed(seed)
+    inputs = _masked_softmax_inputs(seeded_generator(start))
+    hint = forbidden_call(
+        on_copies(student_fn), inputs, {"companion.layers.attention": OWN_SOFTMAX}
+    )
+    if hint:
+        print(f"hint: {hint}")
+        return False
+
+    def variant(**how) -> Callable[..., torch.Tensor]:
+        lens = how.pop("lens", None)
+        causal = how.pop("causal", None)
+        return lambda X, v, c: _softmax_variant(
+            X,
+            v if lens is None else _one_length_per_row(v, lens),
+            c if causal is None else causal,
+            **how,
+        )
+
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"axis": 1}, WRONG_AXIS),
+        ({"axis": 1, "fill": None}, WRONG_AXIS),
+        ({"fill": None}, NOT_MASKED),
+        ({"fill": 0.0}, MASKED_WITH_ZERO),
+        ({"after": True}, MASKED_AFTER),
+        ({"lens": "first"}, PER_QUERY_IGNORED),
+        ({"lens": "max"}, PER_QUERY_IGNORED),
+        ({"causal": False}, CAUSAL_IGNORED),
+        ({"how": "diagonal"}, CAUSAL_DIAGONAL),
+        ({"how": "transposed"}, CAUSAL_TRANSPOSED),
+    ]
+    # Each mistake twice: with the rows of a query that keeps no key set to 0, and without
+    # (uniform), so that it is named whether or not the answer handles length 0 as well.
+    mistakes = [
+        (variant(**how, zero_empty=zero_empty), hint)
+        for how, hint in cases
+        for zero_empty in (True, False)
+    ]
+    mistakes += [
+        (variant(zero_empty=False), NO_KEY_UNIFORM),
+        (variant(fill=-math.inf, zero_empty=False), NO_KEY_NAN),
+    ]
     return check(
         on_copies(student_fn),  # an in-place fill must not change what the mistakes see
-        masked_softmax,
+        _reference_masked_softmax,
         _masked_softmax_inputs,
-        mistakes=[
-            (lambda X, v: _softmax_variant(X, v, axis=1), WRONG_AXIS),
-            (lambda X, v: _softmax_variant(X, v, axis=1, fill=None), WRONG_AXIS),
-            (lambda X, v: _softmax_variant(X, v, fill=None), NOT_MASKED),
-            (lambda X, v: _softmax_variant(X, v, fill=0.0), MASKED_WITH_ZERO),
-            (lambda X, v: _softmax_variant(X, v, after=True), MASKED_AFTER),
-            (lambda X, v: _softmax_variant(X, _one_length_per_row(v, "first")), PER_QUERY_IGNORED),
-            (lambda X, v: _softmax_variant(X, _one_length_per_row(v, "max")), PER_QUERY_IGNORED),
-        ],
-        seed=seed,
+        mistakes=mistakes,
+        seed=start,
     )
 
 
@@ -170,6 +265,18 @@ def check_scaled_dot_product(
         "the scale uses the wrong size: d is the feature size that queries and keys share, "
         "queries.shape[-1]"
     )
+    start = first_seed(seed)
+    finished_layers = {
+        "companion.layers.attention.DotProductAttention": OWN_ATTENTION,
+        "companion.layers.attention.MultiHeadAttention": OWN_ATTENTION,
+        "companion.layers.attention.fused_attention": OWN_ATTENTION,
+        "torch._C._nn.scaled_dot_product_attention": OWN_ATTENTION,
+    }
+    inputs = _dot_product_inputs(seeded_generator(start))
+    hint = forbidden_call(on_copies(student_fn), inputs, finished_layers)
+    if hint:
+        print(f"hint: {hint}")
+        return False
     return check(
         on_copies(student_fn),
         _reference_dot_product,
@@ -205,5 +312,5 @@ def check_scaled_dot_product(
                 MASKED_WITH_ZERO,
             ),
         ],
-        seed=seed,
+        seed=start,
     )

@@ -429,3 +429,29 @@ def draw_vit_patching(image_size: int = 8, patch_size: int = 4) -> Figure:
         _arrow(ax, token.right, encoder.left)
     ax.text(10.2, 1.7, "class from [CLS]'s output", ha="center", fontsize=9)
     return fig
+
+
+def draw_additive_attention() -> Figure:
+    """Additive attention's score as a small network (sec-attention-scoring): each query and
+    each key is projected once, to ``h`` features; broadcasting adds every query to every key,
+    and ``tanh`` and ``w_v`` turn each sum into one score. The shapes are the code's."""
+    fig, ax = _canvas(13, 4.6, (8.8, 3.2))
+    query = _box(ax, 1.2, 3.5, "query $\\mathbf{q}$\n$(b, n_q, d_q)$", "query", 1.9, 0.95)
+    key = _box(ax, 1.2, 1.1, "key $\\mathbf{k}$\n$(b, n_k, d_k)$", "key", 1.9, 0.95)
+    project_q = _box(ax, 3.6, 3.5, "$\\mathbf{W}_q$", "layer", 0.9)
+    project_k = _box(ax, 3.6, 1.1, "$\\mathbf{W}_k$", "layer", 0.9)
+    _arrow(ax, query.right, project_q.left, color=COLORS["query"])
+    _arrow(ax, key.right, project_k.left, color=COLORS["key"])
+    add = _box(ax, 7.0, 2.3, "+\n$(b, n_q, n_k, h)$", "plain", 2.0, 0.95)
+    _arrow(ax, project_q.right, add.top, color=COLORS["query"])
+    _arrow(ax, project_k.right, add.bottom, color=COLORS["key"])
+    ax.text(5.0, 3.75, "$(b, n_q, 1, h)$", fontsize=9, ha="center")
+    ax.text(5.0, 0.6, "$(b, 1, n_k, h)$", fontsize=9, ha="center")
+    squash = _box(ax, 9.0, 2.3, "tanh", "layer", 0.9)
+    _arrow(ax, add.right, squash.left)
+    read = _box(ax, 10.4, 2.3, "$\\mathbf{w}_v^\\top$", "layer", 0.9)
+    _arrow(ax, squash.right, read.left)
+    score = _box(ax, 12.0, 2.3, "scores\n$(b, n_q, n_k)$", "weight", 1.6, 0.95)
+    _arrow(ax, read.right, score.left)
+    ax.text(7.0, 4.3, "every query meets every key by broadcasting", fontsize=9, ha="center")
+    return fig
