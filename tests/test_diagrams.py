@@ -21,6 +21,9 @@ EXPECTED = {
     ],
     "draw_multihead": ["attention\nhead 3", "concat", "$W_o$"],
     "draw_additive_attention": ["$\\mathbf{W}_q$", "tanh", "$(b, 1, n_k, h)$"],
+    "draw_sparse_patterns": ["sliding window", "BigBird", "576 of 576 scores"],
+    "draw_blockwise_attention": ["$Q_2$", "$K_3, V_3$", "$S_{23}$", "$m_2, \\ell_2, a_2$"],
+    "draw_product_orders": ["φ(K)ᵀ\n2×8", "S\n2×2", "then"],
     "draw_transformer": ["masked self-attention", "cross-attention", "keys, values"],
     "draw_norm_placement": ["post-norm: $\\mathrm{LN}(x + f(x))$", "residual"],
     "draw_kv_cache": ["step 4", "$k_4, v_4$", "read from the cache"],
@@ -83,3 +86,18 @@ def test_every_diagram_is_shown_once_with_a_caption_and_alt_text():
         assert mystnb["figure"]["name"].startswith("fig-diagram-"), name
         assert len(mystnb["figure"]["caption"].split()) >= 8, f"{name}: a caption"
         assert len(mystnb["image"]["alt"].split()) >= 15, f"{name}: alt text"
+
+
+def test_sparse_patterns_keep_what_their_names_say():
+    n = 24
+    patterns = diagrams.sparse_patterns(n, window=1, stride=4, num_global=1, num_random=2)
+    count = {name: sum(map(sum, mask)) for name, mask in patterns.items()}
+    assert count["full"] == n * n
+    assert count["sliding window"] == n * 3 - 2  # n (2w + 1) - w (w + 1)
+    assert count["window + global"] == count["sliding window"] + 2 * (n - 2)  # row and column 0
+    assert count["BigBird"] == count["window + global"] + 2 * (n - 1)  # 2 random keys per query
+    for i in range(n):  # strided: the 3 nearest keys on each side, and every 4th
+        assert [j for j in range(n) if patterns["strided"][i][j]] == [
+            j for j in range(n) if abs(i - j) < 4 or (i - j) % 4 == 0
+        ]
+    assert diagrams.sparse_patterns(n) == patterns  # the same random keys on every call

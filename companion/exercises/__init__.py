@@ -11,7 +11,7 @@ from companion.exercises.bahdanau import (
     check_luong_step,
 )
 from companion.exercises.core import check
-from companion.exercises.efficient import check_causal_linear_attention, check_linear_attention
+from companion.exercises.efficient import check_chunked_linear_attention, check_linear_attention
 from companion.exercises.lm import (
     check_cached_causal_mask,
     check_prenorm_block,
@@ -47,8 +47,8 @@ __all__ = [
     "check_bahdanau_context",
     "check_cached_attention",
     "check_cached_causal_mask",
-    "check_causal_linear_attention",
     "check_causal_mask",
+    "check_chunked_linear_attention",
     "check_cls_attention_map",
     "check_encode",
     "check_gather_positions",

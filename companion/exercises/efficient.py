@@ -1,8 +1,17 @@
-"""Checkers for sec-efficient-attention, efficient attention: linear attention, plain and causal.
+"""Checkers for sec-efficient-attention, efficient attention: linear attention, plain and chunked.
 
 The shapes are drawn afresh on every call (``seed=`` repeats a run, for tests), all different from
 each other (so that a mixed-up axis shows as a shape) and never those of the chapter's own tensors,
 so a solution that reads the notebook's variables instead of its arguments fails.
+
+**The exercises' rules are checked too.** Right values are not enough when the point of the
+exercise is the cost: each checker also runs the student's function once on a long sequence and
+watches every tensor operation (:class:`_Work`, a ``TorchDispatchMode``). An answer that makes
+a tensor as large as the ``(n_q, n_k)`` matrix (by a matrix product, or by broadcasting and a
+sum), or whose operations produce a quadratic number of elements in all (a loop over the
+queries), fails with a hint, as does a chunked answer that keeps the state of every position.
+And since the student builds the layer, an answer that calls companion's ``LinearAttention``
+fails too (:func:`companion.exercises.rules.forbidden_call`).
 """
 
 from __future__ import annotations
@@ -11,9 +20,11 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
-from torch.utils.flop_counter import FlopCounterMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
-from companion.exercises.core import Inputs, check, seeded_generator
+from companion.exercises.core import Inputs, check, first_seed, run_student, seeded_generator
+from companion.exercises.rules import forbidden_call
 from companion.exercises.sizes import draw
 
 # The chapter's self-attention examples have 6, 8 and 9 steps of width 4.
@@ -22,6 +33,16 @@ CHAPTER_STEPS, CHAPTER_WIDTH = (6, 8, 9), 4
 # normaliser can come close to 0 and magnify float32 rounding past the tolerance, so the
 # mistake would no longer be recognised. A float32 answer still passes.
 DTYPE = torch.float64
+# The long sequence on which the cost is watched: n positions of width d (queries, keys and
+# values), and the chunk the chunked exercise is given there.
+LONG_N, LONG_D, LONG_CHUNK = 1024, 8, 8
+# companion's layer: the exercises build it, so an answer must not call it.
+FORBIDDEN = {
+    "companion.layers.efficient.LinearAttention": (
+        "your function calls companion's LinearAttention; the exercise is to build it: write "
+        "it with tensor operations (feature_map, matrix products, sums)"
+    ),
+}
 
 
 def _phi(x: torch.Tensor) -> torch.Tensor:
@@ -40,6 +61,78 @@ def _distinct_sizes(generator: torch.Generator, *ranges: tuple[int, int]) -> lis
             return sizes
 
 
+# ----------------------------------------------------------------------------- the rules
+
+
+class _Work(TorchDispatchMode):
+    """Watches every tensor operation: the largest result any one of them produces, and the
+    number of elements they produce in all."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.largest = 0
+        self.total = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for tensor in tree_leaves(out):
+            if isinstance(tensor, torch.Tensor):
+                self.largest = max(self.largest, tensor.numel())
+                self.total += tensor.numel()
+        return out
+
+
+def _long_inputs(extra: tuple = ()) -> tuple:
+    generator = seeded_generator(99)  # fixed inputs: whether the cost is quadratic is no draw
+    qkv = (torch.randn(1, LONG_N, LONG_D, generator=generator) for _ in range(3))
+    return (*qkv, *extra)
+
+
+def _broken_rule(
+    student_fn: Callable, small: tuple, long: tuple, expected: torch.Tensor, advice: str
+) -> str | None:
+    """The hint for the first rule the answer breaks, or None.
+
+    The rules: do not call companion's layer (watched on the ``small`` inputs); and on the
+    ``long`` ones, make no tensor as large as half the ``(n, n)`` matrix, nor one as large as
+    half the states of all ``n`` positions (``n d_k d_v`` numbers), and produce fewer elements
+    in all than the ``n^2`` scores. ``advice`` says what to do instead. An answer that raises
+    or gives wrong values is left to the value checks, which say why."""
+    hint = forbidden_call(student_fn, small, FORBIDDEN)
+    if hint:
+        return hint
+    n, d = LONG_N, LONG_D
+    work = _Work()
+    with torch.no_grad(), work:
+        got, verdict = run_student(student_fn, *long)
+    if verdict or not isinstance(got, torch.Tensor) or got.shape != expected.shape:
+        return None
+    if not torch.allclose(got.to(expected.dtype), expected, atol=1e-4):
+        return None
+    size = f"at n = {n}, d_k = d_v = {d}"
+    if work.largest >= n * n // 2:
+        return (
+            f"the values are right, but your function made a tensor of {work.largest:,} numbers "
+            f"{size}: the (n, n) matrix or larger, O(n^2) memory. {advice}"
+        )
+    if work.largest >= n * d * d // 2:
+        return (
+            f"the values are right, but your function made a tensor of {work.largest:,} numbers "
+            f"{size}, as many as the states S_1..S_n of every position ({n * d * d:,}). "
+            f"{advice}"
+        )
+    if work.total >= n * n:
+        return (
+            f"the values are right, but your function's operations produce {work.total:,} "
+            f"numbers in all {size}, more than the {n * n:,} scores: O(n^2) work, such as a "
+            f"loop over the queries that reads every key. {advice}"
+        )
+    return None
+
+
+# ----------------------------------------------------------------------------- linear attention
+
+
 def _linear_inputs(generator: torch.Generator) -> Inputs:
     batch, num_queries, num_keys, d_k, d_v = _distinct_sizes(
         generator, (2, 3), (3, 11), (3, 11), (2, 7), (2, 7)
@@ -50,45 +143,24 @@ def _linear_inputs(generator: torch.Generator) -> Inputs:
     return queries, keys, values
 
 
-def _linear_attention(
-    queries, keys, values, phi_q=_phi, phi_k=_phi, normalise=True, mask: str = "none"
-):
-    """``(batch, n_q, d_v)`` outputs of linear attention, built from the quadratic form so that
-    each known mistake is one argument away: ``mask`` is "none", "causal", "anticausal" (keys
-    j >= i), "strict" (keys j < i) or "numerator" (causal numerator, normaliser over all)."""
+def _weighted(queries, keys, values, weights, normaliser=None, phi_q=_phi, phi_k=_phi, empty=0.0):
+    """``(batch, n_q, d_v)`` outputs of linear attention in the quadratic form, each similarity
+    ``phi(q_i)^T phi(k_j)`` multiplied by ``weights[i, j]`` (1 for a key the query sees, 0 for one
+    it must not; 2 for one counted twice). The normaliser sums the similarities with
+    ``normaliser`` (``weights`` when None); ``normaliser=False`` leaves it out. Each known
+    mistake is one choice of the weights away. A query that sees no key gets ``empty``: 0, or
+    the NaN of 0 / 0 that a mistake leaving out the diagonal gives at the first position."""
     similarity = phi_q(queries) @ phi_k(keys).transpose(1, 2)  # (batch, n_q, n_k)
-    n_q, n_k = similarity.shape[1:]
-    allowed = {
-        "none": torch.ones(n_q, n_k, dtype=torch.bool),
-        "causal": torch.ones(n_q, n_k, dtype=torch.bool).tril(),
-        "anticausal": torch.ones(n_q, n_k, dtype=torch.bool).triu(),
-        "strict": torch.ones(n_q, n_k, dtype=torch.bool).tril(-1),
-        "numerator": torch.ones(n_q, n_k, dtype=torch.bool).tril(),
-    }[mask]
-    totals = similarity.sum(dim=-1, keepdim=True)  # over all keys
-    similarity = similarity * allowed
-    if mask != "numerator":
-        totals = similarity.sum(dim=-1, keepdim=True)  # over the allowed keys
-    if not normalise:
-        return similarity @ values
-    totals = totals.masked_fill(totals == 0, 1.0)  # a query with no key: output 0
-    return similarity / totals @ values
+    numerator = (similarity * weights) @ values
+    if normaliser is False:
+        return numerator
+    totals = (similarity * (weights if normaliser is None else normaliser)).sum(-1, keepdim=True)
+    return (numerator / totals).masked_fill(totals == 0, empty)  # a query that sees no key
 
 
-def _quadratic_cost(student_fn: Callable[..., torch.Tensor]) -> bool:
-    """True when ``student_fn`` gives the right values on a long sequence but its matrix
-    products cost O(n^2): it formed the (n, n) matrix phi(Q) phi(K)^T."""
-    n, d = 256, 8
-    generator = seeded_generator(99)  # fixed inputs: whether the cost is quadratic is no draw
-    queries, keys, values = (torch.randn(1, n, d, generator=generator) for _ in range(3))
-    try:
-        with torch.no_grad(), FlopCounterMode(display=False) as counter:
-            got = student_fn(queries, keys, values)
-        right = torch.allclose(got, _linear_attention(queries, keys, values), atol=1e-5)
-    except Exception:  # any failure is reported by the value check that follows
-        return False
-    linear = 4 * n * d * d + 2 * n * d  # phi(K)^T V, phi(Q) S and phi(Q) z
-    return right and counter.get_total_flops() > 4 * linear  # n^2 d = 64 x n d^2 here
+def _linear_attention(queries, keys, values, phi_q=_phi, phi_k=_phi, normalise=True):
+    weights = torch.ones(queries.shape[1], keys.shape[1], dtype=queries.dtype)
+    return _weighted(queries, keys, values, weights, None if normalise else False, phi_q, phi_k)
 
 
 def check_linear_attention(
@@ -97,12 +169,14 @@ def check_linear_attention(
     """sec-efficient-attention: ``student_fn(queries, keys, values)`` returns the ``(batch, n_q,
     d_v)`` outputs of linear attention, ``phi(Q) (phi(K)^T V) / (phi(Q) phi(K)^T 1)`` with ``phi(x)
     = elu(x) + 1``, for queries ``(batch, n_q, d_k)``, keys ``(batch, n_k, d_k)`` and values
-    ``(batch, n_k, d_v)``, in O(n) time: no ``(n_q, n_k)`` matrix."""
-    if _quadratic_cost(student_fn):
-        print(
-            "hint: the values are right, but in the quadratic order: (phi(Q) phi(K)^T) V builds "
-            "the (n_q, n_k) matrix, O(n^2). Multiply phi(K)^T V first, a (d_k, d_v) matrix"
-        )
+    ``(batch, n_k, d_v)``, in O(n) time: no ``(n_q, n_k)`` matrix, and not by calling companion's
+    ``LinearAttention``."""
+    long = _long_inputs()
+    small = _linear_inputs(seeded_generator(first_seed(seed)))
+    advice = "Multiply phi(K)^T V first, a (d_k, d_v) matrix: never pair every query with every key"
+    hint = _broken_rule(student_fn, small, long, _linear_attention(*long), advice)
+    if hint:
+        print(f"hint: {hint}")
         return False
     return check(
         student_fn,
@@ -136,49 +210,117 @@ def check_linear_attention(
     )
 
 
-def _causal_inputs(generator: torch.Generator) -> Inputs:
-    batch, n, d_k, d_v = _distinct_sizes(generator, (2, 3), (3, 11), (2, 7), (2, 7))
+# ----------------------------------------------------------------------------- chunked, causal
+
+
+def _chunk_weights(n: int, chunk: int, how: str = "right") -> torch.Tensor:
+    """``(n, n)`` weights of causal linear attention computed in chunks of ``chunk`` positions:
+    query ``i`` sees the keys of earlier chunks (through the state) and keys ``j <= i`` of its own
+    chunk. ``how`` names a mistake instead: "block_diagonal" (no state from earlier chunks),
+    "unmasked" (the whole own chunk, future keys included), "strict" (the own chunk's keys
+    ``j < i``), "early_update" (the state already holds the own chunk, which then counts twice),
+    "none" (every key)."""
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    earlier, same = j // chunk < i // chunk, j // chunk == i // chunk
+    weights = {
+        "right": earlier | (same & (j <= i)),
+        "block_diagonal": same & (j <= i),
+        "unmasked": earlier | same,
+        "strict": earlier | (same & (j < i)),
+        "early_update": (earlier | same).double() + (same & (j <= i)).double(),
+        "none": torch.ones(n, n, dtype=torch.bool),
+    }[how]
+    return weights.to(DTYPE)
+
+
+def _chunked(queries, keys, values, chunk, how="right", normaliser=None, empty=0.0):
+    weights = _chunk_weights(queries.shape[1], chunk, how).to(queries.dtype)
+    if normaliser == "all":
+        normaliser = torch.ones_like(weights)
+    return _weighted(queries, keys, values, weights, normaliser, empty=empty)
+
+
+def _chunked_inputs(generator: torch.Generator) -> Inputs:
+    batch, n, d_k, d_v = _distinct_sizes(generator, (2, 3), (7, 13), (2, 7), (2, 7))
+    chunk = draw(generator, 2, n - 2, avoid=[c for c in range(2, n) if n % c == 0])
     queries = torch.randn(batch, n, d_k, generator=generator, dtype=DTYPE)
     keys = torch.randn(batch, n, d_k, generator=generator, dtype=DTYPE)
     values = torch.randn(batch, n, d_v, generator=generator, dtype=DTYPE)
-    return queries, keys, values
+    return queries, keys, values, chunk
 
 
-def check_causal_linear_attention(
+def check_chunked_linear_attention(
     student_fn: Callable[..., torch.Tensor], *, seed: int | None = None
 ) -> bool:
-    """sec-efficient-attention: ``student_fn(queries, keys, values)`` returns the ``(batch, n,
-    d_v)`` outputs of causal linear attention: output ``i`` is ``phi(q_i)^T S_i / phi(q_i)^T z_i``
-    with the running sums ``S_i = sum_{j<=i} phi(k_j) v_j^T`` and ``z_i = sum_{j<=i} phi(k_j)``, for
-    queries and keys ``(batch, n, d_k)`` and values ``(batch, n, d_v)``."""
+    """sec-efficient-attention: ``student_fn(queries, keys, values, chunk)`` returns the ``(batch,
+    n, d_v)`` outputs of causal linear attention, output ``i`` being ``phi(q_i)^T S_i / phi(q_i)^T
+    z_i`` with ``S_i = sum_{j<=i} phi(k_j) v_j^T`` and ``z_i = sum_{j<=i} phi(k_j)``, computed in
+    chunks of ``chunk`` positions (the last one may be shorter): inside a chunk the masked
+    quadratic form, across chunks one running state ``(S, z)``. The rules: no ``(n, n)`` matrix,
+    no state per position (``(n, d_k, d_v)``), and not companion's ``LinearAttention``."""
+    long = _long_inputs((LONG_CHUNK,))
+    small = _chunked_inputs(seeded_generator(first_seed(seed)))
+    advice = (
+        "Inside a chunk, the masked (chunk, chunk) scores; across chunks, one state (S, z) "
+        "of shapes (d_k, d_v) and (d_k,), read by the chunk's queries, then updated"
+    )
+    hint = _broken_rule(student_fn, small, long, _chunked(*long), advice)
+    if hint:
+        print(f"hint: {hint}")
+        return False
+
+    def mistake(how: str, normaliser=None, empty=0.0) -> Callable[..., torch.Tensor]:
+        return lambda q, k, v, chunk: _chunked(q, k, v, chunk, how, normaliser, empty)
+
+    strict = (
+        "inside a chunk, the current key is left out: query i must see keys j <= i, the "
+        "diagonal included (tril, not tril(-1))"
+    )
+
     return check(
         student_fn,
-        lambda q, k, v: _linear_attention(q, k, v, mask="causal"),
-        _causal_inputs,
+        _chunked,
+        _chunked_inputs,
         mistakes=[
             (
-                lambda q, k, v: _linear_attention(q, k, v),
-                "not causal: output i uses future keys j > i. Sum phi(k_j) v_j^T and phi(k_j) "
-                "only over j <= i (a cumulative sum, or the recurrence S_i = S_{i-1} + ...)",
+                mistake("none"),
+                "not causal: output i uses future keys j > i. Each query sees the state of the "
+                "earlier chunks and the keys j <= i of its own chunk",
             ),
             (
-                lambda q, k, v: _linear_attention(q, k, v, mask="numerator"),
-                "the normaliser is not causal: z_i must be the running sum of phi(k_j) over "
-                "j <= i too, not the sum over all keys",
+                mistake("block_diagonal"),
+                "each chunk attends only to itself: add the state (S, z) of the earlier chunks "
+                "to every query's numerator and normaliser, then add this chunk to the state",
             ),
             (
-                lambda q, k, v: _linear_attention(q, k, v, mask="anticausal"),
-                "the mask keeps keys j >= i (an upper triangle): query i must see keys j <= i",
+                mistake("unmasked"),
+                "inside a chunk, query i sees the chunk's later keys: mask the chunk's scores "
+                "to keys j <= i (a lower triangle)",
+            ),
+            (mistake("strict", empty=torch.nan), strict),
+            (mistake("strict"), strict),
+            (
+                mistake("early_update"),
+                "the chunk is counted twice: its queries read the state after it was updated "
+                "with this chunk, and the masked scores add the chunk again. Read the state "
+                "first, update it after",
             ),
             (
-                lambda q, k, v: _linear_attention(q, k, v, mask="strict"),
-                "the current key is left out: query i must see keys 0..i, including i itself "
-                "(add phi(k_i) v_i^T to S before reading out)",
+                mistake("right", normaliser="all"),
+                "the normaliser is not causal: z_i sums phi(k_j) over j <= i, like the "
+                "numerator, not over every key",
             ),
             (
-                lambda q, k, v: _linear_attention(q, k, v, mask="causal", normalise=False),
+                mistake("right", normaliser=False),
                 "the normaliser is missing: divide by phi(q_i)^T z_i",
             ),
+        ],
+        shape_hints=[
+            (
+                lambda q, k, v, chunk: (q.shape[0], q.shape[1] // chunk * chunk, v.shape[-1]),
+                "the last, shorter chunk is missing: when chunk does not divide n, the last "
+                "chunk holds the n % chunk positions left",
+            )
         ],
         seed=seed,
     )

@@ -8,6 +8,8 @@ A chapter shows one with its caption and alt text in the cell's ``mystnb`` metad
 
 from __future__ import annotations
 
+import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
@@ -428,6 +430,235 @@ def draw_vit_patching(image_size: int = 8, patch_size: int = 4) -> Figure:
     for token in tokens:
         _arrow(ax, token.right, encoder.left)
     ax.text(10.2, 1.7, "class from [CLS]'s output", ha="center", fontsize=9)
+    return fig
+
+
+def sparse_patterns(
+    n: int = 16, window: int = 1, stride: int = 4, num_global: int = 1, num_random: int = 2
+) -> dict[str, list[list[bool]]]:
+    """The attention patterns of sec-efficient-attention as ``n x n`` masks, True where query
+    ``i`` (a row) attends to key ``j`` (a column): "full"; "sliding window", ``|i - j| <=
+    window``; "strided" (Sparse Transformer), the ``stride`` nearest keys and every
+    ``stride``-th one, ``|i - j| < stride`` or ``(i - j) % stride == 0``; "window + global"
+    (Longformer), the window, and ``num_global`` global tokens that attend to and are attended
+    by every position; "BigBird", window + global + ``num_random`` keys per query drawn at
+    random (a fixed draw). Integers: ``n`` from 4 to 64, the others from 0 (``stride`` from 1)
+    and below ``n``."""
+    check_integer("n", n, minimum=4, maximum=64)
+    for name, value, low in [
+        ("window", window, 0),
+        ("stride", stride, 1),
+        ("num_global", num_global, 0),
+        ("num_random", num_random, 0),
+    ]:
+        check_integer(name, value, minimum=low, maximum=n - 1)
+    near = [[abs(i - j) <= window for j in range(n)] for i in range(n)]
+    far = [[abs(i - j) < stride or (i - j) % stride == 0 for j in range(n)] for i in range(n)]
+    hub = [[near[i][j] or min(i, j) < num_global for j in range(n)] for i in range(n)]
+    draw = random.Random(0)  # the same random keys on every call
+    bigbird = [row[:] for row in hub]
+    for i in range(num_global, n):
+        for j in draw.sample([j for j in range(n) if not hub[i][j]], num_random):
+            bigbird[i][j] = True
+    full = [[True] * n for _ in range(n)]
+    return {
+        "full": full,
+        "sliding window": near,
+        "strided": far,
+        "window + global": hub,
+        "BigBird": bigbird,
+    }
+
+
+def draw_sparse_patterns(n: int = 24) -> Figure:
+    """The attention patterns of sec-efficient-attention side by side, as masks: row ``i`` is
+    query ``i``, column ``j`` key ``j``, a filled cell a score that is computed
+    (:func:`sparse_patterns` with its defaults and ``n`` positions, an integer from 4 to 64).
+    Each title counts the scores kept."""
+    patterns = sparse_patterns(n)
+    cell = 2.6 / n
+    fig, ax = _canvas(16.2, 3.9, (10, 2.6))
+    for k, (name, mask) in enumerate(patterns.items()):
+        left, top = 0.3 + 3.2 * k, 3.0
+        for i, row in enumerate(mask):
+            for j, computed in enumerate(row):
+                if computed:
+                    ax.add_patch(
+                        Rectangle(
+                            (left + j * cell, top - (i + 1) * cell),
+                            cell,
+                            cell,
+                            facecolor=COLORS["weight"],
+                            edgecolor="white",
+                            linewidth=0.3,
+                        )
+                    )
+        ax.add_patch(Rectangle((left, top - 2.6), 2.6, 2.6, fill=False, edgecolor="#333333"))
+        count = sum(row.count(True) for row in mask)
+        ax.text(left + 1.3, top + 0.55, name, ha="center", fontsize=10)
+        ax.text(left + 1.3, top + 0.15, f"{count} of {n * n} scores", ha="center", fontsize=8)
+    ax.text(0.3, 0.05, "rows: queries, columns: keys", fontsize=8)
+    return fig
+
+
+def draw_blockwise_attention(num_blocks: int = 4) -> Figure:
+    """Exact attention in tiles (sec-efficient-attention): the queries and the keys and values
+    are cut into ``num_blocks`` blocks each (an integer from 2 to 6). One query block ``Q_i``
+    meets the key blocks one after another; only the tile ``S_ij = Q_i K_j^T`` in hand exists,
+    and the running maximum, sum and output ``m_i, l_i, a_i`` carry what the earlier tiles
+    contributed. The tiles done are shaded, the current one dark."""
+    check_integer("num_blocks", num_blocks, minimum=2, maximum=6)
+    size, row, current = 1.0, 1, min(2, num_blocks - 1)  # tile (row, current) is in hand
+    fig, ax = _canvas(6.8 + num_blocks, 3.4 + num_blocks, (8, 5))
+    left, top = 2.0, 1.6 + num_blocks
+    for j in range(num_blocks):
+        _box(
+            ax,
+            left + (j + 0.5) * size,
+            top + 0.55,
+            f"$K_{j + 1}, V_{j + 1}$",
+            "key",
+            width=0.9,
+            height=0.55,
+            fontsize=8,
+        )
+    for i in range(num_blocks):
+        y = top - (i + 0.5) * size
+        _box(ax, 1.1, y, f"$Q_{i + 1}$", "query", width=0.8, height=0.8, fontsize=9)
+        for j in range(num_blocks):
+            done, now = i == row and j < current, i == row and j == current
+            ax.add_patch(
+                Rectangle(
+                    (left + j * size, top - (i + 1) * size),
+                    size,
+                    size,
+                    facecolor=COLORS["weight"] if now else "#d9c8ef" if done else "white",
+                    edgecolor="#333333",
+                )
+            )
+    y = top - (row + 0.5) * size
+    ax.text(
+        left + (current + 0.5) * size,
+        y,
+        f"$S_{{{row + 1}{current + 1}}}$",
+        ha="center",
+        va="center",
+        color="white",
+        fontsize=9,
+    )
+    state = _box(
+        ax,
+        left + num_blocks + 2.0,
+        y,
+        f"$m_{row + 1}, \\ell_{row + 1}, a_{row + 1}$",
+        "state",
+        width=2.0,
+        height=0.8,
+        fontsize=9,
+    )
+    _arrow(ax, (left + (current + 1) * size, y), state.left, "update")
+    ax.text(
+        state.x,
+        y - 0.75,
+        "running max, sum,\nunnormalised output",
+        ha="center",
+        va="top",
+        fontsize=8,
+    )
+    _arrow(
+        ax,
+        (left + 0.1, top - num_blocks - 0.35),
+        (left + num_blocks - 0.1, top - num_blocks - 0.35),
+    )
+    ax.text(
+        left + num_blocks / 2,
+        top - num_blocks - 0.85,
+        f"key blocks, one tile at a time; then $O_{row + 1} = a_{row + 1} / \\ell_{row + 1}$",
+        ha="center",
+        fontsize=8,
+    )
+    return fig
+
+
+def draw_product_orders(n: int = 8, d: int = 2) -> Figure:
+    """The two orders of linear attention's products (sec-efficient-attention), each matrix a
+    rectangle to scale: ``(phi(Q) phi(K)^T) V`` makes an ``n x n`` matrix first, ``phi(Q)
+    (phi(K)^T V)`` a ``d x d`` one; both end with the same ``n x d`` output. ``n`` and ``d`` are
+    integers, ``1 <= d < n <= 12``."""
+    check_integer("n", n, minimum=2, maximum=12)
+    check_integer("d", d, minimum=1, maximum=n - 1)
+    u = 0.3  # drawing units per row or column of a matrix
+    width = (3 * n + 3 * d) * u + 4.5  # the first row, the wider
+    fig, ax = _canvas(width, 2 * n * u + 3.8, (8, 1.4 + 0.46 * n))
+
+    def matrix(x: float, y: float, shape: tuple[int, int], kind: str, name: str) -> float:
+        """A matrix of ``shape`` drawn to scale, left edge at ``x``, centred on ``y``; returns
+        where the next item starts."""
+        rows, cols = shape
+        ax.add_patch(
+            Rectangle(
+                (x, y - rows * u / 2),
+                cols * u,
+                rows * u,
+                facecolor=COLORS[kind],
+                edgecolor="#333333",
+            )
+        )
+        ax.text(
+            x + cols * u / 2,
+            y - n * u / 2 - 0.1,
+            f"{name}\n{rows}×{cols}",
+            ha="center",
+            va="top",
+            fontsize=8,
+        )
+        return x + cols * u + 0.15
+
+    def sign(x: float, y: float, text: str) -> float:
+        room = 0.25 + 0.2 * len(text)
+        ax.text(x + room / 2, y, text, ha="center", va="center", fontsize=10)
+        return x + room + 0.1
+
+    rows: list[tuple[str, list[tuple[tuple[int, int], str, str] | str]]] = [
+        (
+            "$(\\phi(Q)\\,\\phi(K)^\\top)\\,V$: the $n \\times n$ matrix first",
+            [
+                ((n, d), "query", "φ(Q)"),
+                ((d, n), "key", "φ(K)ᵀ"),
+                "=",
+                ((n, n), "weight", ""),
+                "then",
+                ((n, n), "weight", ""),
+                ((n, d), "value", "V"),
+                "=",
+                ((n, d), "plain", "out"),
+            ],
+        ),
+        (
+            "$\\phi(Q)\\,(\\phi(K)^\\top V)$: a $d \\times d$ matrix first",
+            [
+                ((d, n), "key", "φ(K)ᵀ"),
+                ((n, d), "value", "V"),
+                "=",
+                ((d, d), "state", "S"),
+                "then",
+                ((n, d), "query", "φ(Q)"),
+                ((d, d), "state", "S"),
+                "=",
+                ((n, d), "plain", "out"),
+            ],
+        ),
+    ]
+    for k, (title, items) in enumerate(rows):
+        y = 2 * n * u + 3.0 - k * (n * u + 1.9) - n * u / 2
+        ax.text(0.1, y + n * u / 2 + 0.35, title, fontsize=10)
+        x = 0.2
+        for item in items:
+            if isinstance(item, str):
+                x = sign(x, y, item)
+            else:
+                shape, kind, name = item
+                x = matrix(x, y, shape, kind, name)
     return fig
 
 
