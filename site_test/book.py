@@ -24,6 +24,12 @@ def site_dir() -> Path:
     return Path(os.environ.get("SITE_TEST_HTML", ROOT / "_build" / "html")).resolve()
 
 
+def student_site_dir() -> Path:
+    """The student edition (`make student`); SITE_TEST_STUDENT_HTML points at another copy."""
+    default = ROOT / "_build" / "student" / "html"
+    return Path(os.environ.get("SITE_TEST_STUDENT_HTML", default)).resolve()
+
+
 def screenshot_dir() -> Path:
     """`_build/screenshots` next to `_build/html`."""
     return site_dir().parent / "screenshots"

@@ -1,5 +1,5 @@
 """Headless Chromium, offline, and what one visit to a page records: math, images, links,
-error output, every request the page made, and a screenshot.
+error output, every request the page made, a screenshot and axe's accessibility violations.
 
 Chromium is Debian's (`/usr/bin/chromium`), driven by Playwright through its executable_path,
 so nothing is downloaded. Two layers keep it offline: Chromium resolves no host name except
@@ -16,9 +16,14 @@ from pathlib import Path
 from playwright.sync_api import Browser, BrowserContext, Playwright, Request, Response, Route
 from playwright.sync_api import Error as PlaywrightError
 
+from site_test import axe
+
 CHROMIUM = os.environ.get("SITE_TEST_CHROMIUM", "/usr/bin/chromium")
 VIEWPORT = {"width": 1280, "height": 2000}
 WAIT_MS = 20_000
+# Sphinx's searchtools.js lists results one at a time, then writes this summary.
+SEARCH_FINISHED = """() => /Search finished|did not match/.test(
+    (document.querySelector('#search-results .search-summary') || {}).textContent || '')"""
 
 # Collected in the page after MathJax has finished and every image has loaded (or failed).
 _COLLECT_JS = """
@@ -139,13 +144,19 @@ class Visit:
     failed: list[str] = field(default_factory=list)  # local requests without a 2xx/3xx answer
     page_errors: list[str] = field(default_factory=list)
     screenshot: Path | None = None
+    axe_version: str = ""
+    axe_error: str = ""
+    accessibility: list[axe.Violation] = field(default_factory=list)
 
 
 class OfflineSite:
     """One browser context on the local server; each page is visited once, in a fresh tab."""
 
-    def __init__(self, browser: Browser, origin: str) -> None:
+    def __init__(
+        self, browser: Browser, origin: str, colour_modes: tuple[str, ...] = axe.MODES
+    ) -> None:
         self.origin = origin
+        self.colour_modes = colour_modes  # those in which axe checks the pages
         self.context: BrowserContext = browser.new_context(viewport=VIEWPORT)
         self.context.set_default_timeout(WAIT_MS)
         self.blocked_outside_visits: list[str] = []
@@ -166,8 +177,8 @@ class OfflineSite:
     def visit(
         self, page: str, screenshot: Path | None, query: str = "", wait_for: str | None = None
     ) -> Visit:
-        """Open `page`, let MathJax and images finish, collect, and take a full-page shot.
-        `wait_for` is a JavaScript predicate to wait for first (e.g. search finished)."""
+        """Open `page`, let MathJax and images finish, collect, take a full-page shot, and run
+        axe. `wait_for` is a JavaScript predicate to wait for first (e.g. search finished)."""
         visit = Visit(page=page, url=f"{self.origin}/{page}{query}")
         recording = True  # requests cut off by closing the tab are not the page's fault
 
@@ -202,6 +213,14 @@ class OfflineSite:
                 screenshot.parent.mkdir(parents=True, exist_ok=True)
                 tab.screenshot(path=str(screenshot), full_page=True)
                 visit.screenshot = screenshot
+            # axe last, as it switches the colour mode. Its own requests are not the page's: it
+            # re-reads @import-ed stylesheets, resolving their relative URLs against the page.
+            recording = False
+            self._blocked = self.blocked_outside_visits
+            try:  # a failure fails the accessibility test alone
+                visit.axe_version, visit.accessibility = axe.check(tab, self.colour_modes)
+            except PlaywrightError as error:
+                visit.axe_error = error.message.splitlines()[0]
         finally:
             recording = False
             self._blocked = self.blocked_outside_visits

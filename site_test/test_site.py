@@ -10,15 +10,12 @@ import pytest
 from playwright.sync_api import Browser, Page
 
 from site_test.book import BookConfig, screenshot_dir, screenshot_name
-from site_test.browser import WAIT_MS, OfflineSite
+from site_test.browser import SEARCH_FINISHED, WAIT_MS, OfflineSite
 from site_test.links import LinkChecker
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 LATIN = re.compile(r"[A-Za-z]")
 MIN_GLOSSARY_TERMS = 20
-# Sphinx's searchtools.js lists results one at a time, then writes this summary.
-SEARCH_FINISHED = """() => /Search finished|did not match/.test(
-    (document.querySelector('#search-results .search-summary') || {}).textContent || '')"""
 
 FETCH_JS = """
 async (url) => {
