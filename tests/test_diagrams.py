@@ -24,6 +24,7 @@ EXPECTED = {
     "draw_sparse_patterns": ["sliding window", "BigBird", "576 of 576 scores"],
     "draw_blockwise_attention": ["$Q_2$", "$K_3, V_3$", "$S_{23}$", "$m_2, \\ell_2, a_2$"],
     "draw_product_orders": ["φ(K)ᵀ\n2×8", "S\n2×2", "then"],
+    "draw_merge_tree": ["␣low\n260", "est\n257", "e\n101", "ids: [260, 257]"],
     "draw_transformer": ["masked self-attention", "cross-attention", "keys, values"],
     "draw_norm_placement": ["post-norm: $\\mathrm{LN}(x + f(x))$", "residual"],
     "draw_kv_cache": ["step 4", "$k_4, v_4$", "read from the cache"],

@@ -1,59 +1,114 @@
 """The tokenization chapter's checkers pass correct answers, name each typical mistake, and fail
-the untouched stub, a function that changes its input, and one that returns the wrong type."""
+the untouched stub, an answer that calls the function it is to build, a function that changes
+its input, and one that returns the wrong type."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+from collections import Counter
 
 import pytest
 
 from companion.exercises.tokenization import (
     ENCODE_MISTAKES,
-    MERGE_MISTAKES,
+    TRAIN_MISTAKES,
     check_encode,
-    check_merge,
+    check_train,
 )
-from companion.tokenizer import Tokenizer, merge
+from companion.tokenizer import Tokenizer, merge, pretokenize, train_merges
 
-# ----------------------------------------------------------------------------- merge
-
-
-def merge_with_a_loop(ids, pair, new_id):
-    out, i = [], 0
-    while i < len(ids):
-        if ids[i : i + 2] == list(pair):
-            out.append(new_id)
-            i += 2
-        else:
-            out.append(ids[i])
-            i += 1
-    return out
+# ----------------------------------------------------------------------------- train
 
 
-def merge_by_joining(ids, pair, new_id):
-    """Another correct route: a stack, merging the top with the next id when they form the pair
-    and the top is not itself a merge result."""
-    out, just_merged = [], False
-    for x in ids:
-        if out and not just_merged and (out[-1], x) == pair:
-            out[-1], just_merged = new_id, True
-        else:
-            out.append(x)
-            just_merged = False
-    return out
+def train_plainly(text, num_merges):
+    """The loop the exercise asks for."""
+    words = Counter(pretokenize(text))
+    ids = {word: list(word.encode("utf-8")) for word in words}
+    merges = []
+    for k in range(num_merges):
+        counts = Counter()
+        for word, n in words.items():
+            for pair in zip(ids[word], ids[word][1:]):
+                counts[pair] += n
+        if not counts:
+            break
+        best = max(counts, key=lambda p, c=counts: (c[p], -p[0], -p[1]))
+        merges.append(best)
+        ids = {word: merge(ids[word], best, 256 + k) for word in words}
+    return merges
 
 
-@pytest.mark.parametrize("answer", [merge, merge_with_a_loop, merge_by_joining])
-def test_merge_pass(answer, capsys):
-    assert check_merge(answer, seed=0)
+def train_with_min(text, num_merges):
+    """Another correct route: one list per occurrence, min over (-count, pair), lists back."""
+    words = [list(word.encode("utf-8")) for word in pretokenize(text)]
+    merges = []
+    while len(merges) < num_merges:
+        counts = Counter(pair for word in words for pair in zip(word, word[1:]))
+        if not counts:
+            break
+        best = min(counts, key=lambda p, c=counts: (-c[p], p))
+        merges.append(list(best))
+        words = [merge(word, best, 255 + len(merges)) for word in words]
+    return merges
+
+
+@pytest.mark.parametrize("answer", [train_plainly, train_with_min])
+def test_train_pass(answer, capsys):
+    assert check_train(answer, seed=0)
     assert capsys.readouterr().out.startswith("pass: ")
 
 
-@pytest.mark.parametrize("mistake, hint", MERGE_MISTAKES, ids=[h[:30] for _, h in MERGE_MISTAKES])
-def test_merge_mistakes_are_named(mistake, hint, capsys):
-    assert not check_merge(mistake, seed=0)
+@pytest.mark.parametrize("mistake, hint", TRAIN_MISTAKES, ids=[h[:30] for _, h in TRAIN_MISTAKES])
+def test_train_mistakes_are_named(mistake, hint, capsys):
+    assert not check_train(mistake, seed=0)
     assert capsys.readouterr().out.startswith(f"hint: {hint}; on (")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda text, n: train_merges(text, n),
+        lambda text, n: Tokenizer.train(text, 256 + n).merges,
+    ],
+)
+def test_train_that_calls_companion_fails(answer, capsys):
+    assert not check_train(answer, seed=0)
+    assert "the exercise is to build the training loop" in capsys.readouterr().out
+
+
+def test_train_must_stop_when_the_pairs_run_out(capsys):
+    def no_stop(text, num_merges):  # max() of an empty Counter raises
+        words = [list(word.encode("utf-8")) for word in pretokenize(text)]
+        merges = []
+        for k in range(num_merges):
+            counts = Counter(pair for word in words for pair in zip(word, word[1:]))
+            best = max(counts, key=lambda p, c=counts: (c[p], -p[0], -p[1]))
+            merges.append(best)
+            words = [merge(word, best, 256 + k) for word in words]
+        return merges
+
+    def padded(text, num_merges):
+        merges = train_plainly(text, num_merges)
+        return merges + [(0, 0)] * (num_merges - len(merges))
+
+    for answer in (no_stop, padded):
+        assert not check_train(answer, seed=0)
+        assert "stop when no pair is left" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "answer, verdict",
+    [
+        (lambda text, n: None, "not implemented yet:"),
+        (lambda text, n: [b"ab"], "hint: return a list of pairs of int ids"),
+        (lambda text, n: [(1.0, 2.0)], "hint: return a list of pairs of int ids"),
+        (lambda text, n: train_plainly(text, n)[:-1], "hint: the merges differ; on ("),
+    ],
+)
+def test_train_failures(answer, verdict, capsys):
+    assert not check_train(answer, seed=1)
+    assert capsys.readouterr().out.startswith(verdict)
 
 
 # ----------------------------------------------------------------------------- encode
@@ -71,10 +126,14 @@ def encode_with_companion(word, merges):
     return Tokenizer(merges).encode_word(word)
 
 
-@pytest.mark.parametrize("answer", [encode_in_rank_order, encode_with_companion])
-def test_encode_pass(answer, capsys):
-    assert check_encode(answer, seed=0)
+def test_encode_pass(capsys):
+    assert check_encode(encode_in_rank_order, seed=0)
     assert capsys.readouterr().out.startswith("pass: ")
+
+
+def test_encode_that_calls_companion_fails(capsys):
+    assert not check_encode(encode_with_companion, seed=0)
+    assert "the exercise is to build the encoder" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("mistake, hint", ENCODE_MISTAKES, ids=[h[:30] for _, h in ENCODE_MISTAKES])
@@ -86,39 +145,35 @@ def test_encode_mistakes_are_named(mistake, hint, capsys):
 # ----------------------------------------------------------------------------- failures
 
 
-def stub(ids, pair, new_id):
-    raise NotImplementedError
-
-
-def in_place(ids, pair, new_id):
-    ids[:] = merge(ids, pair, new_id)
-    return ids
+def in_place(word, merges):
+    merges.reverse()
+    return encode_in_rank_order(word, merges[::-1])
 
 
 @pytest.mark.parametrize(
     "answer, verdict",
     [
-        (stub, "not implemented yet: stub raises NotImplementedError"),
-        (in_place, "hint: in_place changed its input list in place"),
-        (lambda ids, pair, new_id: tuple(merge(ids, pair, new_id)), "hint: return a list of int"),
-        (lambda ids, pair, new_id: [new_id], "hint: the ids differ; on ("),
+        (lambda word, merges: None, "not implemented yet:"),
+        (in_place, "hint: <lambda> changed its input list in place"),
+        (lambda word, merges: tuple(word), "hint: return a list of int"),
     ],
 )
-def test_merge_failures(answer, verdict, capsys):
-    assert not check_merge(answer, seed=1)
-    assert capsys.readouterr().out.startswith(verdict)
+def test_encode_failures(answer, verdict, capsys):
+    assert not check_encode(answer, seed=1)
+    out = capsys.readouterr().out
+    assert out.startswith(verdict.replace("<lambda>", getattr(answer, "__name__", "")))
 
 
 def test_a_seed_repeats_the_inputs_and_another_draws_others(capsys):
     seen = []
 
-    def spy(ids, pair, new_id):
-        seen.append((tuple(ids), pair, new_id))
-        return merge(ids, pair, new_id)
+    def spy(text, num_merges):
+        seen.append((text, num_merges))
+        return train_plainly(text, num_merges)
 
     for seed in (0, 0, 1):  # without a seed, core.first_seed draws one from the OS
-        assert check_merge(spy, seed=seed)
-    assert seen[:20] == seen[20:40] != seen[40:]
+        assert check_train(spy, seed=seed)
+    assert seen[:12] == seen[12:24] != seen[24:]
 
 
 @pytest.mark.parametrize("index", range(3))

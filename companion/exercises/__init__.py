@@ -33,7 +33,7 @@ from companion.exercises.pretraining import (
 )
 from companion.exercises.scoring import check_masked_softmax, check_scaled_dot_product
 from companion.exercises.self_attention import check_graph_attention_mask, check_self_attention
-from companion.exercises.tokenization import check_encode, check_merge
+from companion.exercises.tokenization import check_encode, check_train
 from companion.exercises.transformer import (
     check_cached_attention,
     check_causal_mask,
@@ -62,7 +62,6 @@ __all__ = [
     "check_luong_step",
     "check_mask_sentence",
     "check_masked_softmax",
-    "check_merge",
     "check_merge_heads",
     "check_multihead_attention",
     "check_mlm_loss",
@@ -77,4 +76,5 @@ __all__ = [
     "check_sinusoidal_encoding",
     "check_split_heads",
     "check_top_p_filter",
+    "check_train",
 ]

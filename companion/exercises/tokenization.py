@@ -1,26 +1,32 @@
 """Checkers for the tokenization chapter (sec-tokenization).
 
-``check_merge`` checks the merge step built from scratch: ``merge(ids, pair, new_id)`` returns
-a new list with every occurrence of ``pair``, left to right, replaced by ``new_id``.
+``check_train`` checks the BPE training loop built from scratch: ``train(text, num_merges)``
+returns the merges, in the order learned, that :func:`companion.tokenizer.train_merges` learns:
+the pairs of ids of the most frequent adjacent pair, ties to the smallest pair of ids, counted
+within the pre-tokens that GPT-2's pattern cuts, each pre-token weighted by how often it occurs.
 ``check_encode`` checks the BPE encoder of one pre-token: ``encode(word, merges)`` takes the
 word's bytes and the merges in rank order (merge ``k`` makes id ``256 + k``) and returns ids.
-Each names the usual mistakes: overlapping or right-to-left replacement, only the first
-occurrence, a lost last id, the input changed in place; the leftmost mergeable pair instead of
-the lowest-ranked one, the merges in reverse order, one merge only, ids numbered from 0 or 255.
+Each names the usual mistakes: another tie-break, merges across pre-tokens or a split on spaces,
+distinct words counted once, one occurrence per word replaced, ids numbered from 0 or 255, no
+stop when the pairs run out; the leftmost mergeable pair instead of the lowest-ranked one, the
+merges in reverse order, one merge only. An answer that calls what it is to build
+(``train_merges``, ``Tokenizer``) fails: :func:`companion.exercises.rules.forbidden_call`.
 
-Inputs are drawn afresh on every call (``seed`` repeats a run, for tests): short id lists over
-a few symbols, so that pairs repeat and overlap (``[7, 7, 7]``), and merges trained on random
-words over a few letters, so that merges compete for the same bytes.
+Inputs are drawn afresh on every call (``seed`` repeats a run, for tests): texts of short words
+over a few letters, with punctuation, digits and line breaks, so that pairs repeat, compete and
+tie; and merges trained on such words, so that merges compete for the same bytes.
 """
 
 from __future__ import annotations
 
 import copy
 import random
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 from companion.exercises.core import first_seed, run_student
-from companion.tokenizer import Pair, merge, train_merges
+from companion.exercises.rules import forbidden_call
+from companion.tokenizer import Pair, merge, pretokenize, train_merges
 
 Mistake = tuple[Callable[..., object], str]
 EXTRA_TRIALS = 20  # more inputs to tell apart mistakes that agree on the first failing one
@@ -76,77 +82,173 @@ def _explain(student_fn, got, inputs, mistakes, make_inputs, seed: int) -> str |
     return suspects[0][1] if suspects else None
 
 
-# ----------------------------------------------------------------------------- merge
+# ----------------------------------------------------------------------------- train
 
-
-def _merge_inputs(rng: random.Random) -> tuple[list[int], Pair, int]:
-    symbols = rng.sample(range(256), rng.randint(2, 4))
-    ids = [rng.choice(symbols) for _ in range(rng.randint(3, 24))]
-    ids[1:4] = [ids[0]] * 3  # a run of three equal ids: pairs that overlap
-    start = rng.randrange(len(ids) - 1)
-    return ids, (ids[start], ids[start + 1]), rng.randint(256, 5000)
-
-
-def _overlapping(ids: list[int], pair: Pair, new_id: int) -> list[int]:
-    """Mistake: a new id wherever the pair starts, overlaps included ([a, a, a] -> [n, n])."""
-    out = []
-    for i, x in enumerate(ids):
-        if i + 1 < len(ids) and (x, ids[i + 1]) == pair:
-            out.append(new_id)
-        elif not (i > 0 and (ids[i - 1], x) == pair):
-            out.append(x)
-    return out
+FORBIDDEN = {
+    name: (
+        f"your function calls companion's {name.removeprefix('companion.tokenizer.')}; the "
+        "exercise is to build the training loop: count the pairs, pick one, merge it"
+    )
+    for name in ("companion.tokenizer.train_merges", "companion.tokenizer.Tokenizer.train")
+}
+EXHAUSTED = ("ab ab", 10)  # two merges, then no pair is left: train_merges returns two
 
 
 def _first_only(ids: list[int], pair: Pair, new_id: int) -> list[int]:
+    """Mistake: only the first occurrence of the pair is replaced."""
     for i in range(len(ids) - 1):
         if (ids[i], ids[i + 1]) == pair:
             return ids[:i] + [new_id] + ids[i + 2 :]
     return list(ids)
 
 
-def _scan(ids: list[int], pair: Pair, new_id: int, stop: int, step: int) -> list[int]:
-    """Mistakes of the loop: it stops ``stop`` ids early, or moves ``step`` ids after a match."""
-    out, i = [], 0
-    while i < len(ids) - stop:
-        if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
-            out.append(new_id)
-            i += step
-        else:
-            out.append(ids[i])
-            i += 1
-    return out
+def _naive_train(
+    text: str,
+    num_merges: int,
+    tie: str = "smallest",
+    split: str = "pattern",
+    weighted: bool = True,
+    first_id: int = 256,
+    replace: Callable[[list[int], Pair, int], list[int]] = merge,
+) -> list[Pair]:
+    """The plain training loop; each argument but the first two reproduces a typical mistake.
+
+    ``tie``: "smallest" (the rule), "largest" (the largest pair of ids) or "first" (the pair
+    counted first). ``split``: "pattern" (GPT-2's pre-tokens), "none" (the whole text, merges
+    across words) or "spaces" (``text.split()``, the spaces dropped). ``weighted``: each distinct
+    word counts as often as it occurs, or once. ``first_id``: the id of merge 0. ``replace``:
+    the merge of one word."""
+    pieces = {"pattern": pretokenize(text), "none": [text], "spaces": text.split()}[split]
+    words = Counter(pieces)
+    ids = {word: list(word.encode("utf-8")) for word in words}
+    merges: list[Pair] = []
+    for k in range(num_merges):
+        counts: Counter[Pair] = Counter()
+        for word, n in words.items():
+            for pair in zip(ids[word], ids[word][1:]):
+                counts[pair] += n if weighted else 1
+        if not counts:
+            break
+        sign = {"smallest": -1, "largest": 1, "first": 0}[tie]  # 0: the first of equals
+        order = {pair: (n, sign * pair[0], sign * pair[1]) for pair, n in counts.items()}
+        best = max(order, key=order.__getitem__)
+        merges.append(best)
+        ids = {word: replace(ids[word], best, first_id + k) for word in words}
+    return merges
 
 
-MERGE_MISTAKES = [
+def _train_inputs(rng: random.Random) -> tuple[str, int]:
+    letters = rng.sample("abcdeéo", 3)
+    gaps = [" ", " ", " ", ", ", ". ", "\n", " 1", " 22"]
+    words = ["".join(rng.choice(letters) for _ in range(rng.randint(1, 5))) for _ in range(18)]
+    text = "".join(word + rng.choice(gaps) for word in words).strip()
+    return text, rng.randint(4, 12)
+
+
+TRAIN_MISTAKES: list[Mistake] = [
     (
-        _overlapping,
-        "occurrences overlap: with the pair (a, a), [a, a, a] must give [new, a]; after a "
-        "match, skip both of its ids",
+        lambda text, n: _naive_train(text, n, tie="largest"),
+        "on a tie you took the largest pair of ids; the rule is the smallest pair: smallest "
+        "first id, then smallest second id",
     ),
     (
-        lambda ids, pair, new_id: merge(ids[::-1], pair[::-1], new_id)[::-1],
-        "you merge from the right: [a, a, a] must give [new, a], not [a, new]; scan left to right",
-    ),
-    (_first_only, "only the first occurrence is replaced; replace every occurrence"),
-    (
-        lambda ids, pair, new_id: _scan(ids, pair, new_id, stop=1, step=2),
-        "the last id is lost when it is not part of a match: the loop must run to the end",
+        lambda text, n: _naive_train(text, n, tie="first"),
+        "on a tie you took the pair counted first (max() keeps the first of equals); the rule "
+        "is the smallest pair of ids: max(counts, key=lambda p: (counts[p], -p[0], -p[1]))",
     ),
     (
-        lambda ids, pair, new_id: _scan(ids, pair, new_id, stop=0, step=1),
-        "the second id of each match is kept: after a match, move on by two ids, not one",
+        lambda text, n: _naive_train(text, n, split="none"),
+        "your merges cross pre-token boundaries: cut the text with pretokenize first, and "
+        "count pairs inside each pre-token only",
     ),
     (
-        lambda ids, pair, new_id: merge(ids, pair[::-1], new_id),
-        "you merged the pair in reverse order (b, a); the pair is (first, second)",
+        lambda text, n: _naive_train(text, n, split="spaces"),
+        "you split on spaces (text.split()), which drops the spaces and keeps punctuation on "
+        "the words; cut the text with pretokenize, GPT-2's pattern",
+    ),
+    (
+        lambda text, n: _naive_train(text, n, weighted=False),
+        "each distinct pre-token counted once: weight its pairs by how often it occurs",
+    ),
+    (
+        lambda text, n: _naive_train(text, n, replace=_first_only),
+        "only the first occurrence of the pair in a word was merged; merge every occurrence",
+    ),
+    (
+        lambda text, n: _naive_train(text, n, first_id=0),
+        "merge k makes id 256 + k (ids 0 to 255 are the bytes), not k",
+    ),
+    (
+        lambda text, n: _naive_train(text, n, first_id=255),
+        "merge k makes id 256 + k, not 255 + k",
     ),
 ]
 
 
-def check_merge(merge_fn: Callable, trials: int = 20, *, seed: int | None = None) -> bool:
-    """Check ``merge_fn(ids, pair, new_id)`` against :func:`companion.tokenizer.merge`."""
-    return _check(merge_fn, merge, _merge_inputs, MERGE_MISTAKES, trials, seed)
+def _as_pairs(merges: object) -> list[Pair] | None:
+    """``merges`` as a list of pairs of ints, or None if it is not one."""
+    if not isinstance(merges, (list, tuple)):
+        return None
+    pairs = []
+    for pair in merges:
+        if not (isinstance(pair, (list, tuple)) and len(pair) == 2):
+            return None
+        if not all(type(i) is int for i in pair):
+            return None
+        pairs.append((pair[0], pair[1]))
+    return pairs
+
+
+def check_train(train_fn: Callable, trials: int = 10, *, seed: int | None = None) -> bool:
+    """Check ``train_fn(text, num_merges)`` against :func:`companion.tokenizer.train_merges`."""
+    name = getattr(train_fn, "__name__", "your function")
+    hint = forbidden_call(train_fn, EXHAUSTED, FORBIDDEN)
+    if hint:
+        print(f"hint: {hint}")
+        return False
+
+    def as_pairs(text: str, num_merges: int) -> list[Pair] | None:
+        return _as_pairs(train_fn(text, num_merges))
+
+    as_pairs.__name__ = name
+    start = first_seed(seed)
+    for trial in range(trials):
+        text, num_merges = _train_inputs(random.Random(start + trial))
+        expected = train_merges(text, num_merges)
+        got, verdict = run_student(train_fn, text, num_merges)
+        if verdict:
+            print(verdict)
+            return False
+        pairs = _as_pairs(got)
+        if pairs is None:
+            print(f"hint: return a list of pairs of int ids, such as [(101, 115)], got {got!r:.80}")
+            return False
+        if pairs == expected:
+            continue
+        hint = _explain(
+            as_pairs, pairs, (text, num_merges), TRAIN_MISTAKES, _train_inputs, start + trials
+        )
+        k = next(
+            (k for k, (a, b) in enumerate(zip(pairs, expected)) if a != b),
+            min(len(pairs), len(expected)),
+        )
+        where = (
+            f"merge {k}: expected {expected[k]}, got {pairs[k]}"
+            if k < min(len(pairs), len(expected))
+            else f"expected {len(expected)} merges, got {len(pairs)}"
+        )
+        print(f"hint: {hint or 'the merges differ'}; on ({text!r}, {num_merges}), {where}")
+        return False
+    got, verdict = run_student(train_fn, *EXHAUSTED)
+    if verdict or _as_pairs(got) != train_merges(*EXHAUSTED):
+        print(
+            f"hint: {EXHAUSTED[0]!r} has pairs for {len(train_merges(*EXHAUSTED))} merges only; "
+            f"asked for {EXHAUSTED[1]}, stop when no pair is left and return the merges made "
+            f"({verdict or f'got {got!r:.60}'})"
+        )
+        return False
+    print(f"pass: {name} matches train_merges on {trials} random texts")
+    return True
 
 
 # ----------------------------------------------------------------------------- encode
@@ -217,6 +319,18 @@ ENCODE_MISTAKES = [
 ]
 
 
+ENCODE_FORBIDDEN = {
+    "companion.tokenizer.Tokenizer": (
+        "your function calls companion's Tokenizer; the exercise is to build the encoder: "
+        "find the adjacent pair of lowest rank, merge it, repeat"
+    ),
+}
+
+
 def check_encode(encode_fn: Callable, trials: int = 20, *, seed: int | None = None) -> bool:
     """Check ``encode_fn(word, merges)`` against companion's encoder of one pre-token."""
+    hint = forbidden_call(encode_fn, (b" lowest", [(111, 119), (32, 108)]), ENCODE_FORBIDDEN)
+    if hint:
+        print(f"hint: {hint}")
+        return False
     return _check(encode_fn, _encode_reference, _encode_inputs, ENCODE_MISTAKES, trials, seed)

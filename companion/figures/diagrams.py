@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
@@ -659,6 +660,80 @@ def draw_product_orders(n: int = 8, d: int = 2) -> Figure:
             else:
                 shape, kind, name = item
                 x = matrix(x, y, shape, kind, name)
+    return fig
+
+
+class _TreeNode(NamedTuple):
+    """A token in a merge tree: its id, its position across and its height (bytes at 0)."""
+
+    token: int
+    x: float
+    level: int
+
+
+def draw_merge_tree(
+    word: bytes = b" lowest",
+    merges: Sequence[tuple[int, int]] = (
+        (101, 115),
+        (256, 116),
+        (32, 108),
+        (111, 119),
+        (258, 259),
+        (32, 110),
+    ),
+) -> Figure:
+    """How BPE encodes one pre-token (sec-tokenization), as a tree: the word's bytes at the
+    bottom, and above them each merge that applies, in the order the encoder applies them
+    (lowest rank first, then leftmost), joining two tokens into one; the tokens left at the
+    top are the word's ids. ``word`` is a pre-token's bytes (1 to 16), ``merges`` the pairs
+    in rank order (merge ``k`` makes id ``256 + k``)."""
+    if not isinstance(word, bytes) or not 1 <= len(word) <= 16:
+        raise ValueError(f"word must be 1 to 16 bytes (one pre-token); got {word!r}")
+    ranks = {(a, b): k for k, (a, b) in enumerate(merges)}
+    vocab = {i: bytes([i]) for i in range(256)}
+    for k, (a, b) in enumerate(merges):
+        vocab[256 + k] = vocab[a] + vocab[b]
+    nodes = [_TreeNode(byte, float(i), 0) for i, byte in enumerate(word)]
+    drawn, edges = list(nodes), []
+    while True:
+        found = [
+            (ranks[(left.token, right.token)], i)
+            for i, (left, right) in enumerate(zip(nodes, nodes[1:]))
+            if (left.token, right.token) in ranks
+        ]
+        if not found:
+            break
+        rank, i = min(found)
+        left, right = nodes[i], nodes[i + 1]  # a merge sits one level above its higher part
+        parent = _TreeNode(256 + rank, (left.x + right.x) / 2, max(left.level, right.level) + 1)
+        edges += [(parent, left), (parent, right)]
+        drawn.append(parent)
+        nodes[i : i + 2] = [parent]
+    height = max(node.level for node in nodes)
+    fig, ax = _canvas(
+        len(word) + 0.6, 1.1 * height + 2.1, (1 + 0.8 * len(word), 1.2 + 0.9 * height)
+    )
+
+    def at(node: _TreeNode) -> tuple[float, float]:
+        return node.x + 0.8, 1.1 * node.level + 0.7
+
+    for parent, child in edges:
+        (x0, y0), (x1, y1) = at(parent), at(child)
+        ax.plot([x0, x1], [y0, y1], color="#333333", linewidth=1, zorder=0)
+    for node in drawn:
+        text = vocab[node.token].decode("utf-8", errors="replace").replace(" ", "␣")
+        merged = node.token >= 256
+        _box(
+            ax,
+            *at(node),
+            f"{text}\n{node.token}",
+            "weight" if merged else "plain",
+            width=0.62 + 0.12 * len(vocab[node.token]) if merged else 0.62,
+            height=0.62,
+            fontsize=8,
+        )
+    ids = ", ".join(str(node.token) for node in nodes)
+    ax.text(0.1, 1.1 * height + 1.55, f"ids: [{ids}]", fontsize=9)
     return fig
 
 
