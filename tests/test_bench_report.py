@@ -299,3 +299,71 @@ def test_a_benchmark_prints_the_report_of_the_file_it_writes(tmp_path: Path, cap
     assert report.tokenizer_report(results).markdown() in capsys.readouterr().out
     assert bench_main(["tokenizer", *arguments]) == 0  # the default, "-", writes no file
     assert list(tmp_path.iterdir()) == [path]
+
+
+DECODE = {
+    **RECORD,
+    "model": "transformer",
+    "settings": {
+        "batch": 32,
+        "source_steps": 32,
+        "new_tokens": 128,
+        "hiddens": 256,
+        "heads": 8,
+        "ffn": 1024,
+        "blocks": 2,
+        "vocab": 1000,
+        "repeats": 3,
+    },
+    "ms_per_token": {"KV cache": 2.5, "block-input cache": 11.0, "no cache": 60.0},
+    "identical_tokens": True,
+}
+DECODE_LLAMA = {
+    **RECORD,
+    "model": "llama",
+    "settings": {
+        "batch": 8,
+        "prompt": 2048,
+        "new_tokens": 32,
+        "num_hiddens": 256,
+        "num_heads": 8,
+        "num_blks": 2,
+        "ffn_num_hiddens": 688,
+        "vocab_size": 512,
+        "repeats": 3,
+    },
+    "kinds": {
+        "MHA": {"kv_heads": 8, "ms_per_token": 4.0, "cache_bytes": 2**25, "bytes_per_token": 4096},
+        "GQA": {"kv_heads": 2, "ms_per_token": 2.0, "cache_bytes": 2**23, "bytes_per_token": 1024},
+        "MQA": {"kv_heads": 1, "ms_per_token": 1.0, "cache_bytes": 2**22, "bytes_per_token": 512},
+    },
+}
+
+
+def test_the_decode_reports_give_the_ratios_and_the_target():
+    shown = report.decode_report(DECODE).markdown()
+    assert "| block-input cache |        11.00 |        4.4 |" in shown
+    assert "Target: the KV cache at least 4x faster than the block-input cache: met (4.4x)." in (
+        shown
+    )
+    slow = {**DECODE, "ms_per_token": {**DECODE["ms_per_token"], "block-input cache": 5.0}}
+    assert ": not met (2.0x)." in report.decode_report(slow).markdown()
+    different = {**DECODE, "identical_tokens": False}
+    assert "Identical tokens: no." in report.decode_report(different).markdown()
+    llama = report.decode_report(DECODE_LLAMA)
+    table = next(b for b in llama.blocks if isinstance(b, report.Table))
+    assert table.rows[1] == ["GQA", "2", "2.00", "0.50", "8.0", "1,024"]
+    with pytest.raises(ValueError, match="of model 'gpt'"):
+        report.decode_report({**DECODE, "model": "gpt"})
+
+
+def test_the_llama_decode_file_has_its_own_command_and_plot(tmp_path: Path):
+    assert "decode --model llama --output" in report.section("decode-llama", tmp_path).markdown()
+    (tmp_path / "decode-llama-cpu.json").write_text(json.dumps(DECODE_LLAMA))
+    assert "| MQA " in report.section("decode-llama", tmp_path).markdown()
+    report.plot_decode(report.load_runs("decode-llama", tmp_path))
+    time_ax, cache_ax = plt.gcf().axes
+    assert [p.get_width() for p in time_ax.patches] == [4.0, 2.0, 1.0]
+    assert [p.get_width() for p in cache_ax.patches] == [32.0, 8.0, 4.0]
+    assert time_ax.get_xlim()[0] == 0 == cache_ax.get_xlim()[0]
+    plt.close("all")

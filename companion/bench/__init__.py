@@ -4,7 +4,8 @@
   fused vs ``torch.nn.MultiheadAttention`` (:mod:`companion.bench.attention`).
 - ``train``: seconds to reach each recipe's held-out target (:mod:`companion.bench.train`).
 - ``decode``: milliseconds per generated token with a KV cache, the block-input cache it
-  replaced, and no cache (:mod:`companion.bench.decode`).
+  replaced, and no cache; with ``--model llama``, per new token and the cache's bytes with
+  multi-head, grouped-query and multi-query attention (:mod:`companion.bench.decode`).
 - ``tokenizer``: training time of companion's byte-level BPE on about 1 MB, and its encode
   throughput against tiktoken's with the same merges (:mod:`companion.bench.tokenizer`).
 - ``ablation``: the gap to the entropy floor of the GPT-2 block, each modern change and all of
@@ -20,10 +21,11 @@
   one, two and four times the training length; writes ``companion/experiments/results/length.json``
   (:mod:`companion.bench.length`, over :mod:`companion.experiments.extrapolation`).
 
-They print measured numbers; no test times anything. ``attention``, ``train`` and ``tokenizer``
-write theirs as JSON with ``--output PATH`` (``make benchmarks`` writes them into
-``book/benchmarks/``), and :mod:`companion.bench.report` makes their tables and figures, both
-for what they print and for the book's page of benchmarks (sec-benchmarks).
+They print measured numbers; no test times anything. ``attention``, ``decode``, ``train`` and
+``tokenizer`` write theirs as JSON with ``--output PATH`` (``make benchmarks`` writes them into
+``book/benchmarks/``), and :mod:`companion.bench.report` makes the tables and figures of the
+book's page of benchmarks (sec-benchmarks) from those files, and what ``attention``, ``train``
+and ``tokenizer`` print.
 """
 
 from __future__ import annotations

@@ -8,11 +8,11 @@ committed files with it too, so the two never disagree:
   padded to its columns' widths: the same text reads well in a terminal and renders as a table
   in a notebook (``_repr_markdown_``) and on the site;
 - :class:`Report` is a list of tables and paragraphs, rendered the same way;
-- ``attention_report``, ``train_report`` and ``tokenizer_report`` turn one results file into a
-  :class:`Report`; :func:`section` loads a benchmark's files from a folder (``NAME-cpu.json``,
-  ``NAME-gpu.json``) and says "not measured yet" for a missing one;
-- ``plot_attention`` and ``plot_train`` draw what a reader would rather look at, from the files
-  of every device at once.
+- ``attention_report``, ``decode_report``, ``train_report`` and ``tokenizer_report`` turn one
+  results file into a :class:`Report`; :func:`section` loads a benchmark's files from a folder
+  (``NAME-cpu.json``, ``NAME-gpu.json``) and says "not measured yet" for a missing one;
+- ``plot_attention``, ``plot_decode`` and ``plot_train`` draw what a reader would rather look
+  at, from the files of every device at once.
 
 Every function reads what the results file holds and nothing else: the machine, threads and
 versions come from :func:`companion.bench.common.run_record`'s fields.
@@ -145,11 +145,16 @@ def machine_line(results: Mapping[str, Any]) -> str:
     return line + (f" with {versions}" if versions else "") + "."
 
 
+# The command that writes a results file, where it is not ``python -m companion.bench NAME``.
+COMMANDS = {"decode-llama": "decode --model llama"}
+
+
 def not_measured(name: str, path: str | Path, device: str = "cpu") -> str:
     """What the page shows for a results file that is not there."""
+    command = f"python -m companion.bench {COMMANDS.get(name, name)}"
     return (
         f"{DEVICES.get(device, device)}: not measured yet "
-        f"(`python -m companion.bench {name} --output {Path(path).as_posix()}` writes it)."
+        f"(`{command} --output {Path(path).as_posix()}` writes it)."
     )
 
 
@@ -501,6 +506,122 @@ def tokenizer_report(results: Mapping[str, Any]) -> Report:
 
 
 # ---------------------------------------------------------------------------------------------
+# decode: the KV cache against the designs it replaced (--model transformer, decode-cpu.json),
+# and multi-head, grouped-query and multi-query attention (--model llama, decode-llama-cpu.json).
+
+DECODE_TARGET = 4.0  # the KV cache at least this many times faster than the block-input cache
+
+
+def _decode_transformer(results: Mapping[str, Any]) -> Report:
+    s, per_token = results["settings"], results["ms_per_token"]
+    kv = per_token["KV cache"]
+    table = Table(
+        ["decoder", "ms per token", "x KV cache"],
+        [[name, f"{ms:.2f}", f"{ms / kv:.1f}"] for name, ms in per_token.items()],
+        "lrr",
+    )
+    speedup = per_token["block-input cache"] / kv
+    identical = results["identical_tokens"]
+    met = "met" if speedup >= DECODE_TARGET and identical else "not met"
+    return Report(
+        [
+            f"Greedy decoding of {s['new_tokens']} new tokens: batch {s['batch']}, width "
+            f"{s['hiddens']}, {s['heads']} heads, {s['blocks']} + {s['blocks']} blocks, FFN "
+            f"{s['ffn']}, vocabulary {s['vocab']:,}, source length {s['source_steps']}; the best "
+            f"of {s['repeats']} runs.",
+            table,
+            f"Identical tokens: {'yes' if identical else 'no'}. Target: the KV cache at least "
+            f"{DECODE_TARGET:.0f}x faster than the block-input cache: {met} ({speedup:.1f}x).",
+        ]
+    )
+
+
+def _decode_llama(results: Mapping[str, Any]) -> Report:
+    s, kinds = results["settings"], results["kinds"]
+    mha = next(iter(kinds.values()))["ms_per_token"]
+    first = next(iter(kinds))
+    table = Table(
+        ["attention", "kv heads", "ms per token", f"x {first}", "cache MiB", "bytes per token"],
+        [
+            [
+                name,
+                str(kind["kv_heads"]),
+                f"{kind['ms_per_token']:.2f}",
+                f"{kind['ms_per_token'] / mha:.2f}",
+                f"{kind['cache_bytes'] / 2**20:.1f}",
+                f"{kind['bytes_per_token']:,}",
+            ]
+            for name, kind in kinds.items()
+        ],
+        "lrrrrr",
+    )
+    return Report(
+        [
+            f"Decoding {s['new_tokens']} tokens after a prompt of {s['prompt']:,}: batch "
+            f"{s['batch']}, width {s['num_hiddens']}, {s['num_heads']} query heads, "
+            f"{s['num_blks']} blocks, SwiGLU {s['ffn_num_hiddens']}, vocabulary "
+            f"{s['vocab_size']:,}; the best of {s['repeats']} runs.",
+            table,
+            "Cache MiB: the keys and values that every block holds at the end; bytes per token: "
+            "per token of context and batch row.",
+        ]
+    )
+
+
+def decode_report(results: Mapping[str, Any]) -> Report:
+    """The file of ``decode --model transformer`` (decoders) or ``--model llama`` (kinds of
+    attention): its table, and the target of the first."""
+    model = results.get("model", "transformer")
+    if model == "llama":
+        return _decode_llama(results)
+    if model == "transformer":
+        return _decode_transformer(results)
+    raise ValueError(f"a decode results file of model {model!r}: expected transformer or llama")
+
+
+def plot_decode(
+    runs: Mapping[str, Mapping[str, Any] | None],
+    figsize: tuple[float, float] = (6.5, 2.4),
+    *,
+    path: str | Path | None = None,
+) -> None:
+    """For ``decode --model llama``'s files: milliseconds per new token and the cache's MiB of
+    each kind of attention, bars from zero, one colour per device. Draws nothing when no device
+    has results."""
+    measured = {device: r for device, r in runs.items() if r is not None}
+    if not measured:
+        return
+    import matplotlib.pyplot as plt
+
+    from companion.figures.plot import _finish
+
+    names = list(dict.fromkeys(name for r in measured.values() for name in r["kinds"]))
+    height = 0.8 / len(measured)
+    fig, (time_ax, cache_ax) = plt.subplots(1, 2, figsize=figsize, layout="constrained")
+    for i, (device, results) in enumerate(measured.items()):
+        kinds = results["kinds"]
+        for j, name in enumerate(names):
+            if name not in kinds:
+                continue
+            y = j - 0.4 + height * (i + 0.5)
+            label = DEVICES.get(device, device) if j == 0 else None
+            for ax, value in (
+                (time_ax, kinds[name]["ms_per_token"]),
+                (cache_ax, kinds[name]["cache_bytes"] / 2**20),
+            ):
+                ax.barh(y, value, height=height * 0.9, color=f"C{i}", label=label)
+    for ax, xlabel in ((time_ax, "ms per new token"), (cache_ax, "cache MiB")):
+        ax.set_yticks(range(len(names)), labels=names)
+        ax.invert_yaxis()
+        ax.set_xlim(left=0)
+        ax.set_xlabel(xlabel)
+        ax.grid(axis="x", alpha=0.3)
+    if len(measured) > 1:
+        time_ax.legend(fontsize="small")
+    _finish(fig, path)
+
+
+# ---------------------------------------------------------------------------------------------
 # The results files that chapters read: companion/experiments/results/.
 
 
@@ -544,4 +665,6 @@ REPORTS: dict[str, Callable[[dict[str, Any]], Report]] = {
     "attention": attention_report,
     "train": train_report,
     "tokenizer": tokenizer_report,
+    "decode": decode_report,
+    "decode-llama": decode_report,
 }
