@@ -145,10 +145,12 @@ outputs: $(STAMP)
 # pinned environment above, into book/benchmarks/NAME-cpu.json; BENCHMARKS= re-runs only some.
 # A GPU's files: COMPANION_DEVICE=cuda python -m companion.bench NAME --output
 # book/benchmarks/NAME-gpu.json. Then `make outputs NOTEBOOKS=book/benchmarks.ipynb` shows them.
-BENCHMARKS ?= attention train tokenizer decode
+# decode-llama is `decode --model llama`.
+BENCHMARKS ?= attention train tokenizer decode decode-llama
 benchmarks: $(STAMP)
 	for name in $(BENCHMARKS); do \
-	    $(BIN)/python -m companion.bench $$name --output book/benchmarks/$$name-cpu.json || exit 1; \
+	    case $$name in decode-llama) run="decode --model llama";; *) run=$$name;; esac; \
+	    $(BIN)/python -m companion.bench $$run --output book/benchmarks/$$name-cpu.json || exit 1; \
 	done
 
 # ruff's lint and format, and mypy over companion, tools and conftest.py (pyproject.toml).
