@@ -109,15 +109,24 @@ def main(argv: Sequence[str]) -> int:
     )
     parser.add_argument("--model", choices=("transformer", "llama"), default="transformer")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per row (best kept)")
+    sizes = ("batch", "prompt", "num_hiddens", "new_tokens")  # --model llama's
+    for size in sizes:
+        parser.add_argument(
+            "--" + size.replace("_", "-"), type=int, default=SETTINGS[size], help="--model llama"
+        )
     add_output(parser)
     args = parser.parse_args(list(argv))
-    if args.repeats < 1:
-        parser.error(f"--repeats must be positive; got {args.repeats}")
+    for name in ("repeats", *sizes):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be positive; got {getattr(args, name)}")
     device = get_device()
     threads = use_threads(device)
     started, load_before = time.perf_counter(), load_average()
-    measure = transformer_decoding if args.model == "transformer" else llama_decoding
-    results, lines, ok = measure(device, args.repeats)
+    if args.model == "transformer":
+        results, lines, ok = transformer_decoding(device, args.repeats)
+    else:
+        chosen = {size: getattr(args, size) for size in sizes}
+        results, lines, ok = llama_decoding(device, args.repeats, chosen)
     results = {
         **run_record("decode", device, threads, load_before),
         "seconds": round(time.perf_counter() - started, 1),
@@ -184,16 +193,20 @@ def transformer_decoding(
     return results, lines, identical
 
 
-def llama_decoding(device: torch.device, repeats: int) -> tuple[dict[str, Any], list[str], bool]:
-    """Multi-head, grouped-query and multi-query attention in one Llama-style decoder: results
-    and lines."""
+def llama_decoding(
+    device: torch.device, repeats: int, sizes: dict[str, int]
+) -> tuple[dict[str, Any], list[str], bool]:
+    """Multi-head, grouped-query and multi-query attention in one Llama-style decoder of
+    :data:`~companion.experiments.decoding.SETTINGS` changed by ``sizes`` (the SwiGLU's width
+    follows the model's, 8/3 of it): results and lines."""
+    ffn = 16 * round(sizes["num_hiddens"] * 8 / 3 / 16)  # Llama's 8d/3, a multiple of 16
+    s = {**SETTINGS, **sizes, "ffn_num_hiddens": ffn}
     log(
-        f"[decode] {', '.join(KINDS)}: a prompt of {SETTINGS['prompt']} tokens each, then "
-        f"{repeats} runs of {SETTINGS['new_tokens']} new tokens"
+        f"[decode] {', '.join(KINDS)}: a prompt of {s['prompt']} tokens each, then "
+        f"{repeats} runs of {s['new_tokens']} new tokens"
     )
-    costs = decode_cost(KINDS, repeats=repeats, device=device)
-    results = {"settings": {**SETTINGS, "repeats": repeats}, "kinds": costs}
-    s = SETTINGS
+    costs = decode_cost(KINDS, repeats=repeats, device=device, **s)
+    results = {"settings": {**s, "repeats": repeats}, "kinds": costs}
     lines = [
         f"Decoding {s['new_tokens']} tokens after a prompt of {s['prompt']}: batch {s['batch']}, "
         f"width {s['num_hiddens']}, {s['num_heads']} query heads, {s['num_blks']} blocks, "

@@ -53,9 +53,10 @@ def decode_cost(
     """For each kind in ``kinds`` (a name and its number of key-value heads), a Llama-style
     decoder of :data:`SETTINGS` (``changes`` override them) with a prompt of ``prompt`` tokens in
     its caches decodes ``new_tokens`` tokens one at a time. Returns, per kind, the milliseconds
-    per new token (the best of ``repeats`` runs from the same cached prompt, the kinds taking
-    turns so that a change of load hits them alike) and the bytes the caches hold at the end,
-    ``cache_bytes``, and per token of context and row, ``bytes_per_token``.
+    per new token (the best of ``repeats`` runs from the same cached prompt, after one run that
+    warms up, the kinds taking turns so that a change of load hits them alike) and the bytes the
+    caches hold at the end, ``cache_bytes``, and per token of context and row,
+    ``bytes_per_token``.
 
     The prompt's keys and values are random, written straight into the caches: what a step
     costs depends on their shapes, not on their values, and running the prompt through the
@@ -82,15 +83,13 @@ def decode_cost(
         head_dim = config.num_hiddens // config.num_heads
         with torch.no_grad():
             for cache in caches:  # the prompt's keys and values: (batch, kv_heads, prompt, d)
-                keys, values = torch.randn(
-                    2, batch, kv_heads, prompt, head_dim, generator=generator
-                )
-                cache.update(keys.to(device), values.to(device))
+                keys, values = torch.randn(2, batch, kv_heads, prompt, head_dim, device=device)
+                cache.update(keys, values)
         prompted[name] = model, caches
     best = dict.fromkeys(kinds, math.inf)
     held = dict.fromkeys(kinds, 0)
     with torch.no_grad():
-        for _ in range(repeats):
+        for round_ in range(1 + repeats):  # round 0 warms up: it is not timed
             for name, (model, prompt_caches) in prompted.items():
                 caches = copy.deepcopy(prompt_caches)  # each run from the same cached prompt
                 synchronize(device)
@@ -98,7 +97,8 @@ def decode_cost(
                 for t in range(new.shape[1]):
                     model(new[:, t : t + 1], caches)
                 synchronize(device)
-                best[name] = min(best[name], time.perf_counter() - start)
+                if round_:
+                    best[name] = min(best[name], time.perf_counter() - start)
                 held[name] = cache_bytes(caches)
     context = prompt + new.shape[1]
     return {
