@@ -24,14 +24,14 @@ from tools.notebooks import (
     toc_files,
     toc_notebooks,
 )
+from tools.toc import chapter_notebooks
 
 NOTEBOOKS = sorted(
     p for p in (ROOT / "book").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts
 )
-# Notebooks of the Reference part of _toc.yml: they follow every notebook's rules, but not a
+# Notebooks of the Reference part of _toc.yml follow every notebook's rules, but not a
 # chapter's (learning goals, a summary, exercises).
-REFERENCE_PAGES = {"benchmarks.ipynb"}
-CHAPTERS = [p for p in NOTEBOOKS if p.name not in REFERENCE_PAGES]
+CHAPTERS = sorted(chapter_notebooks(ROOT))
 
 
 def test_toc_and_notebooks_match_one_to_one():

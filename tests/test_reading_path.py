@@ -20,11 +20,10 @@ import nbformat
 import pytest
 
 from tools.notebooks import CLAIMS_TAG, CLAIMS_TITLE, is_claims_cell
-from tools.toc import toc_notebooks
+from tools.toc import chapter_notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
-REFERENCE_PAGES = {"benchmarks.ipynb"}  # pages about the book, not chapters
-CHAPTERS = [path for path in toc_notebooks(ROOT) if path.name not in REFERENCE_PAGES]
+CHAPTERS = chapter_notebooks(ROOT)
 MAIN_TEXT_WORDS = 4000
 CHECKED_NOTE = "How the numbers on this page were checked"
 SUMMARY = re.compile(r"^#+\s*Summary", re.MULTILINE)

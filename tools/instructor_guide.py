@@ -23,7 +23,7 @@ import nbformat
 
 from tools.exercises import Exercise, exercises
 from tools.record import ROOT
-from tools.toc import toc_notebooks
+from tools.toc import chapter_notebooks
 
 GUIDE = ROOT / "book" / "instructor-guide.md"
 SECTION = "## Every exercise"
@@ -85,7 +85,7 @@ class Chapter:
 def chapters(root: Path = ROOT, titles: dict[str, str] | None = None) -> list[Chapter]:
     """Every chapter of ``_toc.yml`` with its exercises; a known short title is kept."""
     found = []
-    for path in toc_notebooks(root):
+    for path in chapter_notebooks(root):
         notebook = nbformat.read(path, as_version=4)
         heading = next(
             (

@@ -42,7 +42,7 @@ from tools.exercises import (
     solution_regions,
 )
 from tools.record import NOTEBOOK_BUDGET_S, ROOT
-from tools.toc import toc_notebooks
+from tools.toc import chapter_notebooks
 
 COURSE_ID = "attention-book"
 SCHEMA_VERSION = 3
@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("chapters", nargs="*", help="notebook names without .ipynb; all if none")
     parser.add_argument("--out", type=Path, default=ROOT / "_build" / "nbgrader")
     args = parser.parse_args(argv)
-    notebooks = toc_notebooks(ROOT)
+    notebooks = chapter_notebooks(ROOT)
     if args.chapters:
         known = {path.stem: path for path in notebooks}
         unknown = sorted(set(args.chapters) - set(known))

@@ -1,7 +1,9 @@
 """The book's table of contents, ``_toc.yml``: the pages and notebooks it lists, in order.
 
 The student edition (``tools/student.py``) and the tools that execute and check the
-notebooks (``tools/notebooks.py``) read it from here.
+notebooks (``tools/notebooks.py``) read it from here. The chapters are the notebooks outside
+the part captioned :data:`REFERENCE_PART`, whose notebooks are pages about the book (its
+benchmarks): the instructor guide's schedules and the nbgrader course take the chapters only.
 """
 
 from __future__ import annotations
@@ -39,3 +41,19 @@ def toc_notebooks(root: Path) -> list[Path]:
         if candidate.suffix == ".ipynb" and candidate.exists():
             notebooks.append(candidate)
     return notebooks
+
+
+REFERENCE_PART = "Reference"
+
+
+def chapter_notebooks(root: Path) -> list[Path]:
+    """The notebooks of :func:`toc_notebooks` that are chapters: not in the Reference part."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    reference = [
+        entry["file"]
+        for part in toc.get("parts", [])
+        if part.get("caption") == REFERENCE_PART
+        for entry in part.get("chapters", [])
+    ]
+    pages = {(root / entry).with_suffix(".ipynb") for entry in reference}
+    return [path for path in toc_notebooks(root) if path not in pages]

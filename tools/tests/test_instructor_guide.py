@@ -16,7 +16,8 @@ import pytest
 
 import companion.exercises
 from tools.exercises import exercises as read_exercises
-from tools.notebooks import ROOT, toc_notebooks
+from tools.notebooks import ROOT
+from tools.toc import chapter_notebooks
 
 GUIDE = ROOT / "book" / "instructor-guide.md"
 TABLE_HEADER = ("Chapter", "Exercise", "Kind", "Difficulty", "Checker", "Points", "Minutes")
@@ -75,7 +76,7 @@ def exercises_in(notebook: nbformat.NotebookNode, chapter: str) -> list[Exercise
 def book_exercises() -> list[Exercise]:
     """Every exercise of every notebook in the table of contents, in reading order."""
     found = []
-    for path in toc_notebooks():
+    for path in chapter_notebooks(ROOT):
         chapter = path.relative_to(ROOT / "book").with_suffix("").as_posix()
         found += exercises_in(nbformat.read(path, as_version=4), chapter)
     return found
@@ -297,7 +298,9 @@ SCHEDULES = ("Four weeks", "Eight weeks")
 
 @pytest.mark.parametrize("heading", SCHEDULES)
 def test_schedule_covers_the_chapters_in_order(guide, heading):
-    chapters = [p.relative_to(ROOT / "book").with_suffix("").as_posix() for p in toc_notebooks()]
+    chapters = [
+        p.relative_to(ROOT / "book").with_suffix("").as_posix() for p in chapter_notebooks(ROOT)
+    ]
     tables = markdown_tables(_section(guide, heading))
     assert len(tables) == 1, f"{heading}: expected one table"
     header, rows = tables[0]

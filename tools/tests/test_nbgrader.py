@@ -35,9 +35,9 @@ import companion.exercises
 from tools.exercises import exercises
 from tools.nbgrader import course_notebook, write_course
 from tools.record import ROOT
-from tools.toc import toc_notebooks
+from tools.toc import chapter_notebooks
 
-NOTEBOOKS = toc_notebooks(ROOT)
+NOTEBOOKS = chapter_notebooks(ROOT)
 ROUND_TRIP = "attention-pooling"  # the smallest chapter, with two checkers and written answers
 BIN = Path(sys.executable).parent  # nbgrader runs `alembic` and the kernel from here
 
