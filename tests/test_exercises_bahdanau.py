@@ -51,14 +51,23 @@ def test_bahdanau_context_reference_is_companions_layer():
         torch.testing.assert_close(_bahdanau_context(*inputs), with_layer(*inputs))
 
 
-def test_bahdanau_context_refuses_companions_layer(capsys):
-    """The exercise computes the context by hand: calling companion's layer breaks its rule,
-    and the layer works again once the checker is done."""
-    assert not check_bahdanau_context(with_layer, seed=0)
-    out = capsys.readouterr().out
-    assert "AdditiveAttention is companion's layer; compute the scores" in out
-    inputs = _context_inputs(seeded_generator(0))
-    torch.testing.assert_close(with_layer(*inputs), _bahdanau_context(*inputs))
+def test_bahdanau_context_refuses_companions_attention(capsys):
+    """The exercise computes the context by hand: calling companion's layer, or its
+    masked_softmax, breaks its rule, though the numbers are right."""
+
+    def with_masked_softmax(enc_outputs, query, valid_lens, W_q, W_k, w_v):
+        from companion import masked_softmax
+
+        keys = enc_outputs.permute(1, 0, 2)
+        scores = torch.tanh((query @ W_q)[:, None] + keys @ W_k) @ w_v  # (batch, T)
+        weights = masked_softmax(scores[:, None], valid_lens)[:, 0]
+        return torch.einsum("bt,bth->bh", weights, keys)
+
+    for answer in (with_layer, with_masked_softmax):
+        inputs = _context_inputs(seeded_generator(0))
+        torch.testing.assert_close(answer(*inputs), _bahdanau_context(*inputs))
+        assert not check_bahdanau_context(answer, seed=0)
+        assert "hint: the answer calls companion's attention" in capsys.readouterr().out
 
 
 def test_bahdanau_context_hints(capsys):
@@ -203,7 +212,7 @@ def test_luong_step_refuses_companions_attention(capsys):
         for got, expected in zip(luong_with_companion(*inputs), _luong_step(*inputs)):
             torch.testing.assert_close(got, expected)
     assert not check_luong_step(luong_with_companion, seed=0)
-    assert "DotProductAttention is companion's layer" in capsys.readouterr().out
+    assert "hint: the answer calls companion's attention" in capsys.readouterr().out
 
 
 def test_luong_step_names_the_output_that_differs(capsys):

@@ -11,74 +11,43 @@
 Every size is drawn afresh on each call and none is the chapter's own (64 hidden units, one
 GRU layer, 11 or 30 source steps, batches of 3 and 4, beams of 4, vocabularies of 14, 15 and
 63 tokens), so a solution that reads the chapter's variables instead of its arguments fails.
-The first two exercises compute attention by hand: while the student's function runs, every
-layer of ``companion.layers`` and ``companion.models`` refuses to run, so an answer that calls
-companion's attention instead fails with a message that says so.
+The context and Luong's step are computed by hand: an answer that calls anything of
+``companion.layers`` or ``companion.models`` (an attention layer, ``masked_softmax``, a
+decoder) is told so, though its numbers are right (``rules.forbidden_call``).
 """
 
 from __future__ import annotations
 
-import functools
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from companion.exercises.core import Inputs, check
+from companion.exercises.core import Inputs, check, first_seed, seeded_generator
+from companion.exercises.rules import forbidden_call
 from companion.exercises.sizes import draw
 
 CHAPTER_STEPS, CHAPTER_BATCHES, CHAPTER_WIDTHS = (11, 30), (3, 4), (64,)
 CHAPTER_VOCABS, CHAPTER_BEAM = (14, 15, 63), 4
-COMPANION_LAYERS = ("companion.layers", "companion.models")  # what "by hand" rules out
+# An answer computes attention itself: calling companion's (a layer, masked_softmax, a
+# decoder) gives the right numbers without doing the exercise, so the checker refuses it.
+BY_HAND = {
+    module: (
+        "the answer calls companion's attention (its layers, masked_softmax or a decoder): "
+        "compute the scores, the mask and the softmax yourself, with torch operations"
+    )
+    for module in ("companion.layers", "companion.models")
+}
 
 
-class ExerciseRuleError(RuntimeError):
-    """An answer called what its exercise asks the student to write."""
-
-
-def _companion_layers() -> list[type[nn.Module]]:
-    """Every ``nn.Module`` class that ``companion.layers`` and ``companion.models`` define."""
-    return [
-        value
-        for name, module in list(sys.modules.items())
-        if name.startswith(COMPANION_LAYERS)
-        for value in vars(module).values()
-        if isinstance(value, type)
-        and issubclass(value, nn.Module)
-        and value.__module__.startswith(COMPANION_LAYERS)
-        and "forward" in vars(value)
-    ]
-
-
-@contextmanager
-def _refusing_companion_layers(rule: str) -> Iterator[None]:
-    """While the block runs, calling a companion layer raises :class:`ExerciseRuleError`."""
-
-    def refuse(self: nn.Module, *args: object, **kwargs: object) -> None:
-        raise ExerciseRuleError(f"{type(self).__name__} is companion's layer; {rule}")
-
-    saved = {layer: vars(layer)["forward"] for layer in _companion_layers()}
-    for layer in saved:
-        layer.forward = refuse
-    try:
-        yield
-    finally:
-        for layer, forward in saved.items():
-            layer.forward = forward
-
-
-def _by_hand(student_fn: Callable, rule: str) -> Callable:
-    """``student_fn``, run with companion's layers refusing to run."""
-
-    @functools.wraps(student_fn)
-    def run(*inputs: object) -> object:
-        with _refusing_companion_layers(rule):
-            return student_fn(*inputs)
-
-    return run
+def _calls_companion(student_fn: Callable, inputs: Inputs) -> bool:
+    """Print the hint and return True when ``student_fn(*inputs)`` calls companion's
+    attention instead of computing it."""
+    hint = forbidden_call(student_fn, inputs, BY_HAND)
+    if hint:
+        print(f"hint: {hint}")
+    return hint is not None
 
 
 def _context_inputs(generator: torch.Generator) -> Inputs:
@@ -134,8 +103,11 @@ def check_bahdanau_context(
     def mistake(**flags):
         return lambda *inputs: _bahdanau_context(*inputs, **flags)
 
+    start = first_seed(seed)
+    if _calls_companion(student_fn, _context_inputs(seeded_generator(start))):
+        return False
     return check(
-        _by_hand(student_fn, "compute the scores, the mask and the softmax yourself"),
+        student_fn,
         _bahdanau_context,
         _context_inputs,
         mistakes=[
@@ -164,7 +136,7 @@ def check_bahdanau_context(
                 "the tanh is missing: the score is w_v^T tanh(W_q^T s + W_k^T h_t)",
             ),
         ],
-        seed=seed,
+        seed=start,
     )
 
 
@@ -343,13 +315,16 @@ def check_luong_step(
     returns ``(logits, new_hidden_state)``: ``(batch, vocab)`` and ``(layers, batch, H)``.
     ``tokens`` are the previous tokens ``(batch,)``, ``enc_outputs`` the batch-major encoder
     outputs ``(batch, T, H)``, ``hidden_state`` the decoder's state ``(layers, batch, H)`` and
-    ``valid_lens`` the source lengths ``(batch,)``. companion's layers refuse to run inside it."""
+    ``valid_lens`` the source lengths ``(batch,)``. It may not call companion's attention."""
 
     def mistake(**flags):
         return lambda *inputs: _luong_step(*inputs, **flags)
 
+    start = first_seed(seed)
+    if _calls_companion(student_fn, _luong_inputs(seeded_generator(start))):
+        return False
     return check(
-        _by_hand(student_fn, "write the score, the mask and the softmax of this step yourself"),
+        student_fn,
         _luong_step,
         _luong_inputs,
         mistakes=[
@@ -394,6 +369,6 @@ def check_luong_step(
             ),
         ],
         atol=1e-5,
-        seed=seed,
+        seed=start,
         output_names=("logits", "new hidden state"),
     )
