@@ -19,6 +19,7 @@ EXPECTED = {
         "values",
         "query of step $t'+1$",
     ],
+    "draw_self_attention": ["$W_q$", "$K = XW_k$", "softmax over each row"],
     "draw_multihead": ["attention\nhead 3", "concat", "$W_o$"],
     "draw_additive_attention": ["$\\mathbf{W}_q$", "tanh", "$(b, 1, n_k, h)$"],
     "draw_sparse_patterns": ["sliding window", "BigBird", "576 of 576 scores"],

@@ -8,7 +8,12 @@ import math
 import torch
 
 from companion import DotProductAttention
-from companion.exercises.self_attention import check_graph_attention_mask, check_self_attention
+from companion.exercises.self_attention import (
+    _self_attention,
+    _self_attention_inputs,
+    check_graph_attention_mask,
+    check_self_attention,
+)
 
 
 def self_attention(X, W_q, W_k, W_v, mask, divisor=None, axis=-1, transposed=False, fill="-inf"):
@@ -33,20 +38,42 @@ def test_self_attention_pass(capsys):
     assert capsys.readouterr().out.startswith("pass: self_attention matches the reference")
 
 
-def test_self_attention_agrees_with_torch_and_companion(capsys):
+def test_the_reference_agrees_with_torch_and_companion():
+    generator = torch.Generator().manual_seed(1)  # an odd seed: a random mask
+    X, W_q, W_k, W_v, mask = _self_attention_inputs(generator)
+    Q, K, V = X @ W_q, X @ W_k, X @ W_v
+    fused = torch.nn.functional.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
+    torch.testing.assert_close(_self_attention(X, W_q, W_k, W_v, mask), fused)
+    layer = DotProductAttention(dropout=0.0, need_weights=True)
+    ones = torch.ones_like(mask)
+    torch.testing.assert_close(
+        _self_attention(X, W_q, W_k, W_v, ones), layer(Q[None], K[None], V[None])[0]
+    )
+
+
+def test_an_answer_that_calls_an_attention_layer_fails(capsys):
+    """Right numbers, but the exercise is to build the layer: each route around it is named."""
+
     def fused(X, W_q, W_k, W_v, mask):
         Q, K, V = X @ W_q, X @ W_k, X @ W_v
         return torch.nn.functional.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
 
     def with_companion(X, W_q, W_k, W_v, mask):
-        if not mask.all():  # companion's layers take lengths, not any mask: torch's kernel
-            return fused(X, W_q, W_k, W_v, mask)
         Q, K, V = (X @ W_q)[None], (X @ W_k)[None], (X @ W_v)[None]
-        return DotProductAttention(dropout=0.0, need_weights=True)(Q, K, V)[0]
+        return DotProductAttention(dropout=0.0)(Q, K, V, mask=mask[None])[0]
 
-    for answer in (fused, with_companion):
-        assert check_self_attention(answer, seed=0)
-        assert capsys.readouterr().out.startswith("pass")
+    def with_torch_layer(X, W_q, W_k, W_v, mask):  # the rule is checked before the values
+        Q, K = X @ W_q, X @ W_k
+        return torch.nn.MultiheadAttention(Q.shape[1], 1)(Q, K, K, attn_mask=~mask)[0]
+
+    for answer, named in (
+        (fused, "scaled_dot_product_attention"),
+        (with_companion, "companion's attention"),
+        (with_torch_layer, "nn.MultiheadAttention"),
+    ):
+        assert not check_self_attention(answer, seed=0)
+        out = capsys.readouterr().out
+        assert out.startswith("hint: the answer calls") and named in out, out
 
 
 def test_self_attention_hints(capsys):

@@ -2,7 +2,10 @@
 
 The sizes are drawn afresh on every call and are never the chapter's own (the worked example's
 3 inputs of width 4 projected to width 3, the 6-node graph of width 8, the 3-node chain), so a
-solution that reads ``x``, ``W_query`` or ``adjacency`` instead of its arguments fails.
+solution that reads ``x``, ``W_query`` or ``adjacency`` instead of its arguments fails. The
+build-it-yourself answer must compute the attention itself: one that calls companion's attention
+layers, PyTorch's ``scaled_dot_product_attention`` or ``nn.MultiheadAttention`` is told so,
+though its numbers are right.
 """
 
 from __future__ import annotations
@@ -13,11 +16,27 @@ from collections.abc import Callable
 import torch
 
 from companion.exercises.adapters import as_bool_mask
-from companion.exercises.core import Inputs, check
+from companion.exercises.core import Inputs, check, first_seed, seeded_generator
+from companion.exercises.rules import forbidden_call
 from companion.exercises.sizes import draw
 
 # n, d and d_k = d_v of the worked example; the nodes and the width of the graph example
 CHAPTER_SIZES = (3, 4, 6, 8)
+BUILD_IT_YOURSELF = (
+    "the exercise is to build it yourself from matrix products, a mask and a softmax"
+)
+LAYERS_CALLED = {
+    "companion.layers.attention": (
+        f"the answer calls companion's attention (DotProductAttention, MultiHeadAttention or "
+        f"masked_softmax): {BUILD_IT_YOURSELF}"
+    ),
+    "torch._C._nn.scaled_dot_product_attention": (
+        f"the answer calls torch's scaled_dot_product_attention: {BUILD_IT_YOURSELF}"
+    ),
+    "torch.nn.functional.multi_head_attention_forward": (
+        f"the answer calls torch's nn.MultiheadAttention: {BUILD_IT_YOURSELF}"
+    ),
+}
 
 
 def _self_attention_inputs(generator: torch.Generator) -> Inputs:
@@ -72,11 +91,19 @@ def check_self_attention(
     outputs of single-head self-attention, ``softmax(Q K^T / sqrt(d_k)) V`` with ``Q = X W_q``,
     ``K = X W_k`` and ``V = X W_v``, for ``X`` of shape ``(n, d)``. ``mask`` is ``(n, n)``
     boolean, True where query ``i`` may attend to key ``j``; the scores elsewhere are -inf
-    before the softmax. Half the trials mask nothing (all True)."""
+    before the softmax. Half the trials mask nothing (all True). An answer that calls an
+    attention layer instead of computing it fails, whatever its numbers."""
 
     def mistake(**flags):
         return lambda *inputs: _self_attention(*inputs, **flags)
 
+    start = first_seed(seed)
+    rule = forbidden_call(
+        student_fn, _self_attention_inputs(seeded_generator(start)), LAYERS_CALLED
+    )
+    if rule:
+        print(f"hint: {rule}")
+        return False
     return check(
         student_fn,
         _self_attention,
@@ -121,7 +148,7 @@ def check_self_attention(
                 "Mask the scores, then take the softmax",
             ),
         ],
-        seed=seed,
+        seed=start,
     )
 
 

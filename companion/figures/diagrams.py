@@ -258,6 +258,132 @@ def draw_multihead(num_heads: int = 3) -> Figure:
     return fig
 
 
+def _grid(
+    ax: Axes,
+    x: float,
+    y: float,
+    rows: int,
+    cols: int,
+    kind: str,
+    shades: list[list[float]] | None = None,
+    highlight: int | None = None,
+    cell: float = 0.32,
+) -> Box:
+    """A matrix drawn as ``rows`` by ``cols`` cells centred on ``(x, y)``, coloured by ``kind``
+    (``shades``, in [0, 1], makes each cell that strong); row ``highlight`` gets a dark frame."""
+    left, top = x - cols * cell / 2, y + rows * cell / 2
+    for r in range(rows):
+        for c in range(cols):
+            alpha = 0.85 if shades is None else 0.1 + 0.9 * shades[r][c]
+            ax.add_patch(
+                Rectangle(
+                    (left + c * cell, top - (r + 1) * cell),
+                    cell,
+                    cell,
+                    facecolor=COLORS[kind],
+                    alpha=alpha,
+                    edgecolor="white",
+                    linewidth=1,
+                )
+            )
+    if highlight is not None:
+        ax.add_patch(
+            Rectangle(
+                (left, top - (highlight + 1) * cell),
+                cols * cell,
+                cell,
+                fill=False,
+                edgecolor="#333333",
+                linewidth=1.6,
+            )
+        )
+    return Box(x, y, cols * cell, rows * cell)
+
+
+def draw_self_attention(n: int = 4) -> Figure:
+    """Self-attention in matrix form (sec-self-attention): one X makes the queries, keys and
+    values; every query meets every key in the n x n scores; a softmax over each row gives the
+    weights, which mix the values. Row 2 (query 2) is framed throughout. ``n``, the number of
+    positions, is an integer from 2 to 8."""
+    check_integer("n", n, minimum=2, maximum=8)
+    fig, ax = _canvas(15.5, 7.7, (9.5, 4.7))
+    row = 1  # the framed row: query 2
+    X = _grid(ax, 1.1, 4.1, n, 5, "state", highlight=row)
+    ax.text(
+        X.x,
+        X.y - X.height / 2 - 0.35,
+        "$X$: $n \\times d$,\none row per\nposition",
+        ha="center",
+        va="top",
+        fontsize=9,
+    )
+    shapes = {
+        "query": ("$W_q$", "$Q = XW_q$", 6.5),
+        "key": ("$W_k$", "$K = XW_k$", 4.1),
+        "value": ("$W_v$", "$V = XW_v$", 1.7),
+    }
+    made = {}
+    for kind, (weight, name, y) in shapes.items():
+        layer = _box(ax, 3.5, y, weight, "layer", width=0.9, height=0.6)
+        _arrow(ax, X.right, layer.left)
+        matrix = _grid(ax, 5.6, y, n, 3, kind, highlight=row if kind == "query" else None)
+        _arrow(ax, layer.right, matrix.left)
+        ax.text(
+            matrix.x, matrix.y - matrix.height / 2 - 0.15, name, ha="center", va="top", fontsize=9
+        )
+        made[kind] = matrix
+    scores = _grid(ax, 8.8, 5.3, n, n, "weight", shades=[[0.15] * n] * n, highlight=row)
+    _arrow(ax, made["query"].right, scores.left, color=COLORS["query"])
+    _arrow(ax, made["key"].right, scores.left, color=COLORS["key"], text="$K^\\top$")
+    ax.text(
+        scores.x,
+        scores.y + scores.height / 2 + 0.15,
+        "scores $QK^\\top/\\sqrt{d_k}$\n$n \\times n$",
+        ha="center",
+        va="bottom",
+        fontsize=9,
+    )
+    shades = [[((i * 3 + j * 5) % 7) / 6 for j in range(n)] for i in range(n)]
+    weights = _grid(ax, 12.0, 5.3, n, n, "weight", shades=shades, highlight=row)
+    _arrow(ax, scores.right, weights.left, color=COLORS["weight"])
+    ax.text(
+        (scores.x + weights.x) / 2,
+        scores.y - scores.height / 2 - 0.2,
+        "softmax over each row",
+        ha="center",
+        va="top",
+        fontsize=8,
+        color=COLORS["weight"],
+    )
+    ax.text(
+        weights.x,
+        weights.y + weights.height / 2 + 0.15,
+        "weights $\\alpha$\nrows sum to 1",
+        ha="center",
+        va="bottom",
+        fontsize=9,
+    )
+    output = _grid(ax, 14.6, 3.1, n, 3, "value", highlight=row)
+    _arrow(ax, weights.bottom, output.left, color=COLORS["weight"])
+    _arrow(ax, made["value"].right, output.left, color=COLORS["value"])
+    ax.text(
+        output.x,
+        output.y - output.height / 2 - 0.15,
+        "$O$: $n \\times d_v$",
+        ha="center",
+        va="top",
+        fontsize=9,
+    )
+    ax.text(
+        7.8,
+        0.15,
+        "framed: row 2, query 2 against every key; its output mixes every value",
+        ha="center",
+        fontsize=8,
+    )
+    return fig
+
+
 def _stack(ax: Axes, x: float, title: str, sublayers: list[tuple[str, str]]) -> list[Box]:
     """One Transformer block: a frame of sublayers, bottom to top; returns the sublayers."""
     height = 0.75 * len(sublayers) + 0.3
