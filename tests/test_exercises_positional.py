@@ -8,8 +8,14 @@ import math
 import pytest
 import torch
 
-from companion.exercises.positional import check_rotation_matrix, check_sinusoidal_encoding
-from companion.layers.positional import PositionalEncoding
+from companion.exercises.positional import (
+    _alibi,
+    check_alibi,
+    check_rotation_matrix,
+    check_sinusoidal_encoding,
+)
+from companion.layers.attention import attention_mask
+from companion.layers.positional import PositionalEncoding, alibi_bias, alibi_slopes
 
 
 def encoding(max_len, num_hiddens, base=10000.0, exponent="2j/d", sin_first=True, start=0):
@@ -36,18 +42,23 @@ def encoding_float32(max_len, num_hiddens):
     return P
 
 
+@pytest.mark.parametrize("answer", [encoding, encoding_float32])
+def test_sinusoidal_encoding_pass(capsys, answer):
+    assert check_sinusoidal_encoding(answer, seed=0)
+    assert capsys.readouterr().out.startswith("pass")
+
+
 @pytest.mark.parametrize(
     "answer",
     [
-        encoding,
-        encoding_float32,
         lambda n, d: PositionalEncoding(d, 0.0, n).P[0],
         lambda n, d: PositionalEncoding(d, 0.0, n)(torch.zeros(1, n, d))[0],
     ],
 )
-def test_sinusoidal_encoding_pass(capsys, answer):
-    assert check_sinusoidal_encoding(answer, seed=0)
-    assert capsys.readouterr().out.startswith("pass")
+def test_an_encoding_read_from_companion_fails(capsys, answer):
+    """Right numbers, but the exercise is to compute the table."""
+    assert not check_sinusoidal_encoding(answer, seed=0)
+    assert "the answer reads companion's PositionalEncoding" in capsys.readouterr().out
 
 
 def split(max_len, num_hiddens):
@@ -171,3 +182,72 @@ def test_sizes_vary_and_are_never_the_chapters():
         assert check_sinusoidal_encoding(spy, seed=seed)
     assert len({tuple(sizes) for sizes in calls}) == len(calls)
     assert all(max_len != n and width != d for max_len, width in sum(calls, []))
+
+
+def alibi(num_heads, num_steps, first=1, sign=-1.0, causal="below", fill=float("-inf")):
+    """ALiBi's causal bias as a student writes it, with switches for the usual mistakes."""
+    slopes = torch.tensor([2 ** (-8 * h / num_heads) for h in range(first, first + num_heads)])
+    i = torch.arange(num_steps)
+    distance = (i[:, None] - i[None, :]).float()  # query i minus key t
+    bias = sign * slopes[:, None, None] * distance  # (heads, queries, keys)
+    hidden = {
+        "below": distance < 0,
+        "above": distance > 0,
+        "and diagonal": distance <= 0,
+        "none": distance != distance,
+    }
+    return bias.masked_fill(hidden[causal], fill)
+
+
+def test_alibi_pass(capsys):
+    assert check_alibi(alibi, seed=0)
+    assert capsys.readouterr().out.startswith("pass: alibi matches the reference")
+
+
+def test_the_alibi_reference_is_companions():
+    for heads, steps in ((4, 6), (6, 9)):
+        positions = torch.arange(steps)
+        causal = attention_mask(positions, positions, causal=True)  # True where a key is seen
+        companion = alibi_bias(alibi_slopes(heads), positions, positions)
+        expected = companion.masked_fill(~causal, float("-inf"))
+        torch.testing.assert_close(_alibi(heads, steps), expected)
+
+
+def test_alibi_hints(capsys):
+    cases = [
+        (lambda H, n: alibi(H, n, first=0), "counting r from 0"),
+        (lambda H, n: alibi(H, n).flip(0), "the wrong order"),
+        (lambda H, n: alibi(H, n, sign=1.0), "yours rewards distance"),
+        (lambda H, n: alibi(H, n, causal="none"), "keys after the query must be hidden"),
+        (lambda H, n: alibi(H, n, fill=0.0), "must be -inf"),
+        (lambda H, n: alibi(H, n, causal="above"), "the mask is transposed"),
+        (lambda H, n: alibi(H, n).transpose(1, 2), "the result is transposed"),
+        (lambda H, n: alibi(H, n, causal="and diagonal"), "each query also sees itself"),
+        (lambda H, n: alibi(H, n)[0], "shape: expected"),
+    ]
+    for wrong, hint in cases:
+        assert not check_alibi(wrong, seed=0)
+        out = capsys.readouterr().out
+        assert hint in out, out
+
+
+def test_alibi_slopes_that_ignore_the_heads_are_named(capsys):
+    def slopes_of_eight(num_heads, num_steps):
+        bias = alibi(num_heads, num_steps)
+        finite = bias.isfinite()
+        per_head = torch.tensor([2.0 ** (-(h + 1)) for h in range(num_heads)])  # 2^-h
+        redone = -per_head[:, None, None] * (bias / bias[:, 1:2, 0:1]).nan_to_num()
+        return torch.where(finite, redone, bias)
+
+    assert not check_alibi(slopes_of_eight, seed=0)
+    assert "2^(-r) is right only for h = 8" in capsys.readouterr().out
+
+
+def test_an_alibi_from_companion_fails(capsys):
+    def from_companion(num_heads, num_steps):
+        positions = torch.arange(num_steps)
+        bias = alibi_bias(alibi_slopes(num_heads), positions, positions)
+        return bias.masked_fill(positions[None, :] > positions[:, None], float("-inf"))
+
+    assert not check_alibi(from_companion, seed=0)
+    assert "the answer calls companion's alibi_slopes or alibi_bias" in capsys.readouterr().out

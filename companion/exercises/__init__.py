@@ -25,7 +25,11 @@ from companion.exercises.multihead import (
     check_split_heads,
 )
 from companion.exercises.pooling import check_gaussian_weights, check_laplace_pooling
-from companion.exercises.positional import check_rotation_matrix, check_sinusoidal_encoding
+from companion.exercises.positional import (
+    check_alibi,
+    check_rotation_matrix,
+    check_sinusoidal_encoding,
+)
 from companion.exercises.pretraining import (
     check_gather_positions,
     check_mask_sentence,
@@ -44,6 +48,7 @@ from companion.exercises.vit import check_cls_attention_map, check_patchify
 
 __all__ = [
     "check",
+    "check_alibi",
     "check_bahdanau_context",
     "check_cached_attention",
     "check_cached_causal_mask",

@@ -1,8 +1,11 @@
 """Checkers for sec-positional-encoding, positional encoding.
 
 The mistakes they name are the ones people make with the sinusoidal table (sine and cosine
-swapped, a wrong exponent or base, the split layout, positions counted from 1) and with the
-rotation that shifts it (transposed, a wrong sign, the angle without the offset).
+swapped, a wrong exponent or base, the split layout, positions counted from 1), with the
+rotation that shifts it (transposed, a wrong sign, the angle without the offset), and with
+ALiBi's causal bias (slopes counted from 0 or in the wrong order, a reward instead of a penalty,
+the mask missing, zero-filled or transposed). An answer that calls the code it is asked to write
+(``PositionalEncoding``, ``alibi_bias``) is told so, though its numbers are right.
 
 The sizes are drawn afresh on every call (``seed=`` repeats a run, for tests), and never the
 chapter's own (width ``d = 32``, ``n = 60`` positions, offsets of a few hundred), so a solution that
@@ -16,7 +19,8 @@ from collections.abc import Callable
 
 import torch
 
-from companion.exercises.core import Inputs, check
+from companion.exercises.core import Inputs, check, first_seed, seeded_generator
+from companion.exercises.rules import forbidden_call
 from companion.exercises.sizes import draw
 from companion.layers.positional import PositionalEncoding
 
@@ -42,6 +46,21 @@ SPLIT_LAYOUT = (
     "columns 0, 2, 4, ..., cosines in columns 1, 3, 5, ..."
 )
 FROM_ONE = "positions start at 0: row 0 of the table is (0, 1, 0, 1, ...)"
+OWN_TABLE = {
+    "companion.layers.positional": (
+        "the answer reads companion's PositionalEncoding: the exercise is to compute the table "
+        "yourself, with torch.sin and torch.cos"
+    )
+}
+
+
+def _obeys(student_fn: Callable, inputs: Inputs, forbidden: dict[str, str]) -> bool:
+    """False, with the hint printed, when ``student_fn(*inputs)`` calls what the exercise asks
+    the student to write."""
+    hint = forbidden_call(student_fn, inputs, forbidden)
+    if hint:
+        print(f"hint: {hint}")
+    return hint is None
 
 
 def _angles(max_len: int, num_pairs: int, exponents: torch.Tensor, base: float) -> torch.Tensor:
@@ -101,7 +120,10 @@ def check_sinusoidal_encoding(
     """sec-positional-encoding: ``student_fn(max_len, num_hiddens)`` returns the ``(max_len,
     num_hiddens)`` sinusoidal table ``P`` with ``P[i, 2j] = sin(i / 10000^(2j/d))`` and ``P[i, 2j+1]
     = cos(i / 10000^(2j/d))``, ``d = num_hiddens`` (even), as in
-    ``companion.PositionalEncoding``."""
+    ``companion.PositionalEncoding``, which the answer must not call."""
+    start = first_seed(seed)
+    if not _obeys(student_fn, _encoding_inputs(seeded_generator(start)), OWN_TABLE):
+        return False
     return check(
         student_fn,
         _reference_encoding,
@@ -117,7 +139,7 @@ def check_sinusoidal_encoding(
             (lambda n, d: _sinusoidal(n, d, swapped=True, split=True), SPLIT_LAYOUT),
             (lambda n, d: _sinusoidal(n, d, first=1), FROM_ONE),
         ],
-        seed=seed,
+        seed=start,
     )
 
 
@@ -206,4 +228,115 @@ def check_rotation_matrix(
             (lambda delta, d: _rotation(delta, d, split=True), SPLIT_BLOCKS),
         ],
         seed=seed,
+    )
+
+
+ALIBI_FROM_ZERO = (
+    "the slopes are 2^(-8r/h) for the heads r = 1 .. h: counting r from 0 gives the first head "
+    "slope 1"
+)
+ALIBI_REVERSED = (
+    "the slopes are in the wrong order: head 1 has the largest, 2^(-8/h), and the last head the "
+    "smallest, 2^(-8)"
+)
+ALIBI_IGNORES_HEADS = (
+    "the slopes depend on the number of heads h: 2^(-8r/h), from 2^(-8/h) down to 2^(-8); "
+    "2^(-r) is right only for h = 8"
+)
+ALIBI_SIGN = (
+    "the bias is a penalty: -slope * (i - t) for a key t <= i, so that farther keys get lower "
+    "scores; yours rewards distance"
+)
+ALIBI_NOT_CAUSAL = (
+    "keys after the query must be hidden: a causal layer adds -inf where t > i (ALiBi is "
+    "defined for causal attention)"
+)
+ALIBI_ZERO_FILLED = (
+    "the entries for keys after the query are 0, and a score plus 0 still gets weight: they must "
+    "be -inf"
+)
+ALIBI_MASK_TRANSPOSED = (
+    "the mask is transposed: row i is the query, column t the key, and the keys t > i (above "
+    "the diagonal) are the hidden ones"
+)
+ALIBI_TRANSPOSED = (
+    "the result is transposed: entry [h, i, t] belongs to query i (a row) and key t (a column), "
+    "and the keys hidden from query i are those after it, t > i"
+)
+ALIBI_HIDES_ITSELF = "each query also sees itself: the diagonal (t = i) gets bias 0, not -inf"
+OWN_ALIBI = {
+    "companion.layers.positional": (
+        "the answer calls companion's alibi_slopes or alibi_bias: the exercise is to build the "
+        "bias yourself"
+    ),
+    "companion.layers.attention": (
+        "the answer calls companion's attention masks: the exercise is to build the bias and "
+        "its causal mask yourself"
+    ),
+}
+
+
+def _alibi(
+    num_heads: int,
+    num_steps: int,
+    *,
+    heads: str = "1..H",
+    sign: float = -1.0,
+    masked: str = "above",
+    fill: float = -math.inf,
+) -> torch.Tensor:
+    """What a causal ALiBi layer adds to the ``(heads, queries, keys)`` scores, right (the
+    defaults) or wrong: ``-slope_h (i - t)`` for ``t <= i``, ``-inf`` for ``t > i``."""
+    h = torch.arange(1, num_heads + 1, dtype=torch.float64)
+    exponent = {
+        "1..H": -8 * h / num_heads,
+        "0..H-1": -8 * (h - 1) / num_heads,
+        "reversed": -8 * h.flip(0) / num_heads,
+        "2^-h": -h,
+    }[heads]
+    slopes = 2.0**exponent  # (heads,)
+    positions = torch.arange(num_steps, dtype=torch.float64)
+    distance = positions[:, None] - positions[None, :]  # i - t: (queries, keys)
+    bias = sign * slopes[:, None, None] * distance  # (heads, queries, keys)
+    hidden = {
+        "above": distance < 0,
+        "below": distance > 0,
+        "and diagonal": distance <= 0,
+        "none": torch.zeros_like(distance, dtype=torch.bool),
+    }[masked]
+    return bias.masked_fill(hidden, fill).float()
+
+
+def _alibi_inputs(generator: torch.Generator) -> Inputs:
+    # Never 8 heads (where 2^(-r) happens to be right), and as many steps as heads never, so a
+    # transposed result shows in the shape; the chapter's figure has 24 positions.
+    num_heads = draw(generator, 2, 12, avoid=[8])
+    return num_heads, draw(generator, 4, 12, avoid=[num_heads])
+
+
+def check_alibi(student_fn: Callable[..., torch.Tensor], *, seed: int | None = None) -> bool:
+    """sec-positional-encoding: ``student_fn(num_heads, num_steps)`` returns the
+    ``(num_heads, num_steps, num_steps)`` tensor that a causal attention layer with ALiBi adds
+    to its scores: ``-s_r (i - t)`` for query ``i`` and key ``t <= i``, ``-inf`` for ``t > i``,
+    with the slopes ``s_r = 2^(-8r/h)`` of the heads ``r = 1 .. h``. Companion's
+    ``alibi_slopes`` and ``alibi_bias`` compute it; the answer must not call them."""
+    start = first_seed(seed)
+    if not _obeys(student_fn, _alibi_inputs(seeded_generator(start)), OWN_ALIBI):
+        return False
+    return check(
+        student_fn,
+        _alibi,
+        _alibi_inputs,
+        mistakes=[
+            (lambda H, n: _alibi(H, n, heads="0..H-1"), ALIBI_FROM_ZERO),
+            (lambda H, n: _alibi(H, n, heads="reversed"), ALIBI_REVERSED),
+            (lambda H, n: _alibi(H, n, heads="2^-h"), ALIBI_IGNORES_HEADS),
+            (lambda H, n: _alibi(H, n, sign=1.0), ALIBI_SIGN),
+            (lambda H, n: _alibi(H, n, masked="none"), ALIBI_NOT_CAUSAL),
+            (lambda H, n: _alibi(H, n, fill=0.0), ALIBI_ZERO_FILLED),
+            (lambda H, n: _alibi(H, n, masked="below"), ALIBI_MASK_TRANSPOSED),
+            (lambda H, n: _alibi(H, n, masked="and diagonal"), ALIBI_HIDES_ITSELF),
+            (lambda H, n: _alibi(H, n).transpose(1, 2), ALIBI_TRANSPOSED),
+        ],
+        seed=start,
     )
