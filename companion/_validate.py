@@ -92,18 +92,20 @@ def check_same_device(X: torch.Tensor, parameter: torch.Tensor, name: str = "X")
 
 
 def check_hiddens(
-    X: torch.Tensor, num_hiddens: int, name: str = "X", *, like: torch.Tensor | None = None
+    X: torch.Tensor, num_hiddens: int, name: str = "X", *, like: nn.Module | None = None
 ) -> None:
     """``X`` must be ``(batch, steps, num_hiddens)``, as every Transformer block takes it, and
-    floating point; with ``like`` (a weight of the block), of its dtype and device."""
+    floating point; with ``like`` (the block's first sublayer), of its parameters' dtype and
+    device."""
     check_float_tensor(X, name)
     if X.dim() != 3 or X.shape[-1] != num_hiddens:
         raise ValueError(
             f"{name} must be 3-D (batch, steps, num_hiddens={num_hiddens}); "
             f"got shape {tuple(X.shape)}"
         )
-    if like is not None:
-        check_like_weights(X, like, name)
+    weight = None if like is None else next(like.parameters(), None)
+    if weight is not None:
+        check_like_weights(X, weight, name)
 
 
 def describe_shapes(**tensors: torch.Tensor) -> str:

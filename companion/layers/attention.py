@@ -333,11 +333,11 @@ def _linear(in_features: int | None, out_features: int, bias: bool = False) -> n
 class MultiHeadAttention(nn.Module):
     """Multi-head attention (sec-multihead-attention; Vaswani et al., 2017):
 
-        head_i = Attention(Q W_q^(i), K W_k^(g(i)), V W_v^(g(i))),  i = 1..num_heads
+        head_i = Attention(Q W_q^(i), K W_k^(j(i)), V W_v^(j(i))),  i = 1..num_heads
         MultiHead(Q, K, V) = concat(head_1, ..., head_h) W_o
 
     Each head is scaled dot-product attention on ``head_dim = num_hiddens / num_heads``
-    features, and by default has keys and values of its own, ``g(i) = i``: d2l's layer.
+    features, and by default has keys and values of its own, ``j(i) = i``: d2l's layer.
     ``W_q``, ``W_k``, ``W_v`` and ``W_o`` are d2l's; the input sizes of the first three are
     fixed by ``query_size``, ``key_size`` and ``value_size`` when given, else by the first call
     (d2l's lazy layers). ``attention_weights`` has shape ``(batch, heads, queries, keys)``;
@@ -351,7 +351,7 @@ class MultiHeadAttention(nn.Module):
     The options of modern decoders (sec-modern-decoder), one line of ``forward`` each:
 
     - ``num_kv_heads=g`` with ``g < h``: grouped-query attention (Ainslie et al., 2023), ``g =
-      1`` multi-query attention. Query heads ``i`` share key-value head ``g(i) = i // (h / g)``;
+      1`` multi-query attention. Query head ``i`` reads key-value head ``j(i) = i // (h / g)``;
       ``W_k`` and ``W_v`` are ``(g head_dim, key_size)``, and the cache shrinks by ``h / g``;
     - ``rotary`` (a :class:`~companion.layers.rotary.RotaryEmbedding`): RoPE rotates the queries
       and keys by their positions, after the projections and before the cache;

@@ -94,7 +94,7 @@ class TransformerEncoderBlock(nn.Module):
         self.addnorm2 = AddNorm(num_hiddens, dropout)
 
     def forward(self, X: torch.Tensor, valid_lens: torch.Tensor | None = None) -> torch.Tensor:
-        check_hiddens(X, self.num_hiddens, like=self.addnorm1.ln.weight)
+        check_hiddens(X, self.num_hiddens, like=self.addnorm1)
         Y = self.addnorm1(X, self.attention(X, X, X, valid_lens))  # (batch, steps, num_hiddens)
         return self.addnorm2(Y, self.ffn(Y))  # (batch, steps, num_hiddens)
 
@@ -138,8 +138,8 @@ class TransformerDecoderBlock(nn.Module):
         enc_valid_lens: torch.Tensor | None = None,
         cache: DecoderCache | None = None,
     ) -> torch.Tensor:
-        check_hiddens(X, self.num_hiddens, like=self.addnorm1.ln.weight)
-        check_hiddens(enc_outputs, self.num_hiddens, "enc_outputs", like=self.addnorm1.ln.weight)
+        check_hiddens(X, self.num_hiddens, like=self.addnorm1)
+        check_hiddens(enc_outputs, self.num_hiddens, "enc_outputs", like=self.addnorm1)
         self_cache, cross_cache = cache if cache is not None else (None, None)
         # Each step sees itself and every step before it, cached or new.
         Y = self.addnorm1(X, self.attention1(X, X, X, causal=True, cache=self_cache))
@@ -238,7 +238,7 @@ class PreNormBlock(nn.Module):
         causal: bool = False,
         cache: KVCache | None = None,
     ) -> torch.Tensor:
-        check_hiddens(X, self.num_hiddens, like=self.ln1.weight)
+        check_hiddens(X, self.num_hiddens, like=self.ln1)
         Y = self.ln1(X)  # (batch, steps, num_hiddens)
         X = X + self.attention(Y, Y, Y, valid_lens, causal=causal, cache=cache)
         return X + self.mlp(self.ln2(X))  # (batch, steps, num_hiddens)
