@@ -20,7 +20,8 @@ EXPECTED = {
         "query of step $t'+1$",
     ],
     "draw_self_attention": ["$W_q$", "$K = XW_k$", "softmax over each row"],
-    "draw_multihead": ["attention\nhead 3", "concat", "$W_o$"],
+    "draw_multihead": ["attention\nhead 3", "$W_{1}^q, W_{1}^k, W_{1}^v$", "$H_{2}$", "$W_o$"],
+    "draw_split_heads": ["$t=2$", "view as $(n, h, p)$", "head 2", "head 2?"],
     "draw_additive_attention": ["$\\mathbf{W}_q$", "tanh", "$(b, 1, n_k, h)$"],
     "draw_sparse_patterns": ["sliding window", "BigBird", "576 of 576 scores"],
     "draw_blockwise_attention": ["$Q_2$", "$K_3, V_3$", "$S_{23}$", "$m_2, \\ell_2, a_2$"],
@@ -59,6 +60,11 @@ def test_diagram_sizes_follow_their_arguments():
     fig = diagrams.draw_multihead(num_heads=5)
     try:
         assert "attention\nhead 5" in texts(fig)
+    finally:
+        plt.close(fig)
+    fig = diagrams.draw_split_heads(n=4, num_heads=3)
+    try:
+        assert {"$t=3$", "head 3", "head 3?"} <= set(texts(fig)) and "head 4" not in texts(fig)
     finally:
         plt.close(fig)
     fig = diagrams.draw_kv_cache(num_steps=6)

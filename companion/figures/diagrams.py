@@ -225,36 +225,110 @@ def draw_bahdanau_decoder() -> Figure:
 
 
 def draw_multihead(num_heads: int = 3) -> Figure:
-    """Multi-head attention (sec-multihead-attention): project, split into heads, attend in
-    each head separately, concatenate, and mix the heads with W_o. ``num_heads`` is a positive
-    integer."""
+    """Multi-head attention (sec-multihead-attention), in the chapter's notation: head ``i``
+    projects all ``d`` features of the queries, keys and values with its own ``W_i^q``,
+    ``W_i^k`` and ``W_i^v`` (``d x p`` each) and attends, giving ``H_i``; the heads' outputs are
+    concatenated and mixed by ``W_o``. ``num_heads`` is a positive integer."""
     check_integer("num_heads", num_heads)
-    fig, ax = _canvas(11, 6, (8.5, 4.6))
-    inputs = _box(ax, 1.0, 3.0, "queries,\nkeys,\nvalues", "plain", width=1.4, height=1.4)
-    concat = _box(ax, 8.5, 3.0, "concat", "plain", width=1.2)
+    fig, ax = _canvas(12.4, 6.2, (8.8, 4.4))
+    inputs = _box(ax, 1.0, 3.2, "$Q, K, V$\nall $d$\nfeatures", "plain", width=1.4, height=1.4)
+    concat = _box(ax, 9.3, 3.2, "concat", "plain", width=1.2)
+    ax.text(9.3, 2.55, "$[H_1, \\dots, H_h]$", ha="center", va="top", fontsize=9)
+    step = 4.0 / max(num_heads - 1, 1)
     for head in range(num_heads):
-        y = 5.0 - 2.0 * head
-        projection = _box(
-            ax,
-            3.7,
-            y,
-            f"$W_q^{{({head + 1})}}, W_k^{{({head + 1})}}, W_v^{{({head + 1})}}$",
-            "layer",
-            width=2.6,
-        )
+        i = head + 1
+        y = 5.2 - step * head if num_heads > 1 else 3.2
+        projection = _box(ax, 3.95, y, f"$W_{{{i}}}^q, W_{{{i}}}^k, W_{{{i}}}^v$", width=2.4)
         _arrow(ax, inputs.right, projection.left)
-        attend = _box(ax, 6.5, y, f"attention\nhead {head + 1}", "weight", width=1.6, height=0.9)
+        attend = _box(ax, 6.5, y, f"attention\nhead {i}", "weight", width=1.6, height=0.9)
         _arrow(ax, projection.right, attend.left)
         _arrow(ax, attend.right, concat.left, color=COLORS["weight"])
-    mix = _box(ax, 10.2, 3.0, "$W_o$", "layer", width=0.9)
+        ax.text(attend.right[0] + 0.1, y + 0.12, f"$H_{{{i}}}$", fontsize=9, va="bottom")
+    mix = _box(ax, 11.55, 3.2, "$W_o$", "layer", width=0.9)
     _arrow(ax, concat.right, mix.left)
     ax.text(
-        5.5,
-        0.1,
-        "each head works in $d/h$ of the width; $W_o$ mixes the heads",
+        6.2,
+        0.25,
+        "each head projects all $d$ features to its own $p = d/h$; $W_o$ mixes the heads",
         fontsize=9,
         ha="center",
     )
+    return fig
+
+
+HEAD_COLORS = ("#ef8a8a", "#6cc3c3", "#f3c262", "#a9a2e3")  # draw_split_heads: one per head
+WRONG = "#b03a2e"  # draw_split_heads: the pitfall
+
+
+def _head_cells(
+    ax: Axes, left: float, top: float, heads: list[list[int]], positions: list[list[int]]
+) -> None:
+    """A matrix whose top-left corner is ``(left, top)``: cell ``[r][c]`` is coloured by the
+    head its feature belongs to, ``heads[r][c]``, and labelled with its position."""
+    size = 0.45  # the side of a cell
+    for r, (row_heads, row_positions) in enumerate(zip(heads, positions)):
+        for c, (head, position) in enumerate(zip(row_heads, row_positions)):
+            x, y = left + c * size, top - (r + 1) * size
+            ax.add_patch(
+                Rectangle((x, y), size, size, facecolor=HEAD_COLORS[head], edgecolor="white")
+            )
+            ax.text(x + size / 2, y + size / 2, str(position), ha="center", va="center")
+
+
+def draw_split_heads(n: int = 3, num_heads: int = 2, head_size: int = 2) -> Figure:
+    """Splitting one example's projected queries into heads (sec-multihead-attention): the
+    ``(n, d)`` matrix is viewed as ``(n, h, p)``, which moves no data, and transposed to
+    ``(h, n, p)``, one ``n x p`` matrix per head. Below, a reshape straight to ``(h, n, p)``
+    reads the same memory in the wrong order and mixes heads with positions. Each feature is
+    coloured by its head and labelled with its position. ``n`` is 2 to 5, ``num_heads`` 2 to 4
+    and ``head_size`` 1 to 3."""
+    check_integer("n", n, minimum=2, maximum=5)
+    check_integer("num_heads", num_heads, minimum=2, maximum=len(HEAD_COLORS))
+    check_integer("head_size", head_size, minimum=1, maximum=3)
+    h, p, size = num_heads, head_size, 0.45
+    d, tall = h * p, n * size  # the width, and the height of every matrix
+    gap_b, gap_c = 0.18, 0.45  # between the heads' blocks in the view, and their matrices
+    left_a = 0.8
+    left_b = left_a + d * size + 1.4
+    width_b = d * size + (h - 1) * gap_b
+    left_c = left_b + width_b + 1.7
+    width_c = h * p * size + (h - 1) * gap_c
+    top, low = 2 * tall + 2.3, tall + 0.85  # the tops of the two rows of matrices
+    width, height = left_c + width_c + 0.4, top + 0.55
+    fig, ax = _canvas(width, height, (0.87 * width, 0.87 * height))
+    middle = top - tall / 2
+    by_position = [[t] * p for t in range(n)]  # one head's block: row t is position t
+    _head_cells(ax, left_a, top, [[f // p for f in range(d)]] * n, [[t] * d for t in range(n)])
+    for t in range(n):
+        ax.text(left_a - 0.1, top - (t + 0.5) * size, f"$t={t}$", ha="right", va="center")
+    ax.text(left_a + d * size / 2, top + 0.2, "$XW_q$: $(n, d)$", ha="center")
+    _arrow(ax, (left_a + d * size, middle), (left_b, middle))
+    ax.text(left_b - 0.7, middle + 0.2, "no data\nmoves", ha="center", fontsize=8)
+    for head in range(h):  # the view: the same rows, each head's features a block
+        x = left_b + head * (p * size + gap_b)
+        _head_cells(ax, x, top, [[head] * p] * n, by_position)
+    ax.text(left_b + width_b / 2, top + 0.2, "view as $(n, h, p)$", ha="center")
+    _arrow(ax, (left_b + width_b, middle), (left_c, middle))
+    ax.text(left_c - 0.85, middle + 0.2, "swap positions\nand heads", ha="center", fontsize=8)
+    for head in range(h):  # the transpose: one n x p matrix per head
+        x = left_c + head * (p * size + gap_c)
+        _head_cells(ax, x, top, [[head] * p] * n, by_position)
+        ax.text(x + p * size / 2, top - tall - 0.1, f"head {head + 1}", ha="center", va="top")
+    ax.text(left_c + width_c / 2, top + 0.2, "transpose: $(h, n, p)$", ha="center")
+    for head in range(h):  # the pitfall: element k of the memory, read in (h, n, p) order
+        x = left_c + head * (p * size + gap_c)
+        flat = [[head * n * p + r * p + c for c in range(p)] for r in range(n)]
+        heads = [[k % d // p for k in row] for row in flat]
+        _head_cells(ax, x, low, heads, [[k // d for k in row] for row in flat])
+        label = f"head {head + 1}?"
+        ax.text(x + p * size / 2, low - tall - 0.1, label, ha="center", va="top", color=WRONG)
+    label = "reshape straight to $(h, n, p)$:\nheads and positions mixed"
+    ax.text(left_c + width_c / 2, low + 0.2, label, ha="center", color=WRONG)
+    _arrow(
+        ax, (left_a + d * size / 2, top - tall), (left_c, low - tall / 2), color=WRONG, bend=0.25
+    )
+    legend = "colour: the head a feature belongs to;  number: its position $t$"
+    ax.text(0.2, 0.15, legend, fontsize=9)
     return fig
 
 
