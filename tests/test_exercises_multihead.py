@@ -4,9 +4,13 @@ typical mistakes. Every call is seeded."""
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
+from torch import nn
 
-from companion import MultiHeadAttention
+from companion import DotProductAttention, MultiHeadAttention
 from companion.exercises.multihead import (
+    _multihead,
+    _multihead_inputs,
     check_head_ablation,
     check_merge_heads,
     check_multihead_attention,
@@ -252,22 +256,73 @@ def test_multihead_attention_pass(capsys):
     assert capsys.readouterr().out.startswith("pass: multihead matches the reference")
 
 
-def test_multihead_attention_equals_companions_layer(capsys):
-    """The reference is the chapter's layer: companion's MultiHeadAttention with its weights
-    copied in passes the checker."""
+def with_companion(queries, keys, values, W_q, W_k, W_v, W_o, num_heads):
+    """The chapter's layer, companion's MultiHeadAttention, with the four matrices copied in."""
+    layer = MultiHeadAttention(queries.shape[-1], num_heads, dropout=0.0)
+    layer(queries, keys, values)  # size the lazy projections
+    with torch.no_grad():
+        for linear, W in zip((layer.W_q, layer.W_k, layer.W_v, layer.W_o), (W_q, W_k, W_v, W_o)):
+            linear.weight.copy_(W.T)  # nn.Linear stores (out, in)
+        return layer(queries, keys, values)
 
-    def with_companion(queries, keys, values, W_q, W_k, W_v, W_o, num_heads):
-        layer = MultiHeadAttention(queries.shape[-1], num_heads, dropout=0.0)
-        layer(queries, keys, values)  # size the lazy projections
+
+def test_multihead_attention_reference_is_companions_layer():
+    """The reference computes what the chapter's layer computes."""
+    inputs = _multihead_inputs(torch.Generator().manual_seed(0))
+    torch.testing.assert_close(with_companion(*inputs), _multihead(*inputs), atol=1e-5, rtol=0)
+
+
+def test_multihead_attention_that_calls_a_layer_fails(capsys):
+    """Right numbers, but the exercise is to build the layer: an answer that calls companion's
+    layer, DotProductAttention, or PyTorch's attention fails with a hint that says so."""
+
+    def with_dot_product(queries, keys, values, W_q, W_k, W_v, W_o, num_heads):
+        q, k, v = (
+            split_heads(X @ W, num_heads) for X, W in zip((queries, keys, values), (W_q, W_k, W_v))
+        )
+        return merge_heads(DotProductAttention(dropout=0.0)(q, k, v)) @ W_o
+
+    def with_sdpa(queries, keys, values, W_q, W_k, W_v, W_o, num_heads):
+        q, k, v = (
+            split_heads(X @ W, num_heads) for X, W in zip((queries, keys, values), (W_q, W_k, W_v))
+        )
+        return merge_heads(F.scaled_dot_product_attention(q, k, v)) @ W_o
+
+    def with_torch_layer(queries, keys, values, W_q, W_k, W_v, W_o, num_heads):
+        layer = nn.MultiheadAttention(queries.shape[-1], num_heads, bias=False, batch_first=True)
         with torch.no_grad():
-            for linear, W in zip(
-                (layer.W_q, layer.W_k, layer.W_v, layer.W_o), (W_q, W_k, W_v, W_o)
-            ):
-                linear.weight.copy_(W.T)  # nn.Linear stores (out, in)
-            return layer(queries, keys, values)
+            layer.in_proj_weight.copy_(torch.cat([W_q.T, W_k.T, W_v.T]))
+            layer.out_proj.weight.copy_(W_o.T)
+            return layer(queries, keys, values, need_weights=False)[0]
 
-    assert check_multihead_attention(with_companion, seed=0)
-    assert capsys.readouterr().out.startswith("pass")
+    cases = [
+        (with_companion, "calls companion's attention"),
+        (with_dot_product, "calls companion's attention"),
+        (with_sdpa, "calls torch's scaled_dot_product_attention"),
+        (with_torch_layer, "calls torch's nn.MultiheadAttention"),
+    ]
+    for answer, hint in cases:
+        assert answer(*_multihead_inputs(torch.Generator().manual_seed(1))).shape  # it runs
+        assert not check_multihead_attention(answer, seed=0)
+        out = capsys.readouterr().out
+        assert hint in out and "build the layer yourself" in out, out
+
+
+def test_split_and_merge_that_call_companion_fail(capsys):
+    def split_by_companion(X, num_heads):
+        return MultiHeadAttention(X.shape[-1], num_heads, dropout=0.0).split_heads(X)
+
+    def merge_by_companion(H):
+        layer = MultiHeadAttention(H.shape[1] * H.shape[3], H.shape[1], dropout=0.0)
+        return layer.merge_heads(H)
+
+    for checker, answer in (
+        (check_split_heads, split_by_companion),
+        (check_merge_heads, merge_by_companion),
+    ):
+        assert not checker(answer, seed=0)
+        out = capsys.readouterr().out
+        assert "calls companion's multi-head attention" in out, out
 
 
 def test_multihead_attention_hints(capsys):

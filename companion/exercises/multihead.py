@@ -17,6 +17,11 @@ and a softmax over the queries.
 The shapes are drawn afresh on every call (``seed=`` repeats a run, for tests) and never equal the
 chapter's own variables (``batch, steps, d, h = 2, 5, 12, 3`` and the two heads of 16 features of
 the digit task), so a solution that reads those variables instead of its arguments fails.
+
+Each exercise asks for code the chapter's own layer already has, so an answer that calls that
+layer (its ``split_heads`` or ``merge_heads``, or the layer itself), or PyTorch's attention
+(``scaled_dot_product_attention``, ``nn.MultiheadAttention``) where the whole layer is to be
+built, is told so, though its numbers are right.
 """
 
 from __future__ import annotations
@@ -26,12 +31,51 @@ from collections.abc import Callable
 import torch
 
 from companion.exercises.adapters import on_copies
-from companion.exercises.core import Inputs, check
+from companion.exercises.core import Inputs, check, first_seed, seeded_generator
+from companion.exercises.rules import forbidden_call
 from companion.exercises.sizes import draw
 
 # The chapter's own sizes: batch, steps, heads and head size of its split, and its width d.
 CHAPTER_BATCH, CHAPTER_STEPS, CHAPTER_HEADS, CHAPTER_HEAD_SIZE = 2, 5, 3, 4
 CHAPTER_WIDTH = CHAPTER_HEADS * CHAPTER_HEAD_SIZE
+
+OWN_RESHAPE = {
+    "companion.layers.attention": (
+        "the answer calls companion's multi-head attention (its split_heads or merge_heads): "
+        "the exercise is to write the reshape yourself, with reshape or view and transpose"
+    )
+}
+BUILD_IT_YOURSELF = (
+    "the exercise is to build the layer yourself, from matrix products and a softmax"
+)
+OWN_LAYER = {
+    "companion.layers.attention": (
+        "the answer calls companion's attention (MultiHeadAttention, DotProductAttention or "
+        f"masked_softmax): {BUILD_IT_YOURSELF}"
+    ),
+    # nn.MultiheadAttention calls scaled_dot_product_attention: name the layer first
+    "torch.nn.functional.multi_head_attention_forward": (
+        f"the answer calls torch's nn.MultiheadAttention: {BUILD_IT_YOURSELF}"
+    ),
+    "torch._C._nn.scaled_dot_product_attention": (
+        f"the answer calls torch's scaled_dot_product_attention: {BUILD_IT_YOURSELF}"
+    ),
+}
+
+
+def _breaks_a_rule(
+    student_fn: Callable,
+    make_inputs: Callable[[torch.Generator], Inputs],
+    start: int,
+    rules: dict[str, str],
+) -> bool:
+    """Print the hint and return True when ``student_fn``, run on the first trial's inputs,
+    calls what ``rules`` forbids."""
+    hint = forbidden_call(student_fn, make_inputs(seeded_generator(start)), rules)
+    if hint:
+        print(f"hint: {hint}")
+    return hint is not None
+
 
 NO_TRANSPOSE_SPLIT = (
     "reshaped without transposing: a direct reshape to (batch, heads, n, d/heads) mixes "
@@ -113,7 +157,11 @@ def _merge_heads(H: torch.Tensor, how: str = "right") -> torch.Tensor:
 
 def check_split_heads(student_fn: Callable[..., torch.Tensor], *, seed: int | None = None) -> bool:
     """sec-multihead-attention: ``student_fn(X, num_heads)`` splits ``X`` of shape ``(batch, n, d)``
-    into ``(batch, heads, n, d / heads)``, head ``i`` taking features ``i*p ... (i+1)*p - 1``."""
+    into ``(batch, heads, n, d / heads)``, head ``i`` taking features ``i*p ... (i+1)*p - 1``,
+    without calling companion's layer."""
+    start = first_seed(seed)
+    if _breaks_a_rule(student_fn, _split_inputs, start, OWN_RESHAPE):
+        return False
     return check(
         student_fn,
         _split_heads,
@@ -122,7 +170,7 @@ def check_split_heads(student_fn: Callable[..., torch.Tensor], *, seed: int | No
             (lambda X, h: _split_heads(X, h, "no_transpose"), NO_TRANSPOSE_SPLIT),
             (lambda X, h: _split_heads(X, h, "interleaved"), INTERLEAVED_SPLIT),
         ],
-        seed=seed,
+        seed=start,
         shape_hints=[
             (lambda X, h: (X.shape[0], X.shape[1], h, X.shape[2] // h), SWAPPED_SPLIT),
             (lambda X, h: (X.shape[0] * h, X.shape[1], X.shape[2] // h), FLAT_SPLIT),
@@ -133,7 +181,10 @@ def check_split_heads(student_fn: Callable[..., torch.Tensor], *, seed: int | No
 def check_merge_heads(student_fn: Callable[..., torch.Tensor], *, seed: int | None = None) -> bool:
     """sec-multihead-attention: ``student_fn(H)`` concatenates the heads of ``H`` of shape ``(batch,
     heads, n, p)`` into ``(batch, n, heads * p)``, head ``i`` filling features ``i*p ... (i+1)*p -
-    1``: the inverse of the split."""
+    1``: the inverse of the split, without calling companion's layer."""
+    start = first_seed(seed)
+    if _breaks_a_rule(student_fn, _merge_inputs, start, OWN_RESHAPE):
+        return False
     return check(
         student_fn,
         _merge_heads,
@@ -142,7 +193,7 @@ def check_merge_heads(student_fn: Callable[..., torch.Tensor], *, seed: int | No
             (lambda H: _merge_heads(H, "no_transpose"), NO_TRANSPOSE_MERGE),
             (lambda H: _merge_heads(H, "interleaved"), INTERLEAVED_MERGE),
         ],
-        seed=seed,
+        seed=start,
         shape_hints=[
             (lambda H: (H.shape[0], H.shape[2], H.shape[1], H.shape[3]), NOT_CONCATENATED),
             (lambda H: (H.shape[0], H.shape[1], H.shape[2] * H.shape[3]), POSITIONS_FLATTENED),
@@ -284,11 +335,15 @@ def check_multihead_attention(
     matrices (``X @ W``), split into ``num_heads`` heads of ``p = d / num_heads`` contiguous
     features, scaled dot-product attention in each head (``/ sqrt(p)``), concatenate the heads
     and multiply by ``W_o``. Queries are ``(batch, queries, d)``, keys and values ``(batch,
-    keys, d)``; the result is ``(batch, queries, d)``."""
+    keys, d)``; the result is ``(batch, queries, d)``. An answer that calls an attention layer
+    (companion's or PyTorch's) instead of computing it fails, whatever its numbers."""
 
     def mistake(how: str) -> Callable[..., torch.Tensor]:
         return lambda *inputs: _multihead(*inputs, how=how)
 
+    start = first_seed(seed)
+    if _breaks_a_rule(student_fn, _multihead_inputs, start, OWN_LAYER):
+        return False
     return check(
         student_fn,
         _multihead,
@@ -302,6 +357,6 @@ def check_multihead_attention(
             (mistake("one_head"), ONE_HEAD),
             (mistake("softmax_queries"), SOFTMAX_OVER_QUERIES),
         ],
-        seed=seed,
+        seed=start,
         atol=1e-4,
     )
