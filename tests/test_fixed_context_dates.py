@@ -4,7 +4,12 @@ committed results the solution prints."""
 from __future__ import annotations
 
 from companion.data.text import ParallelCorpus
-from companion.experiments.fixed_context_dates import BANDS, DECODERS, load_results, scores
+from companion.experiments.fixed_context_dates import (
+    BANDS,
+    DECODERS,
+    load_fixed_context_results,
+    scores,
+)
 
 
 def test_scores_count_the_bands_and_the_fields():
@@ -21,7 +26,7 @@ def test_scores_count_the_bands_and_the_fields():
 
 
 def test_the_committed_results_hold_every_seed_and_model():
-    results = load_results()
+    results = load_fixed_context_results()
     runs = {(run["seed"], run["model"]): run for run in results["runs"]}
     assert set(runs) == {(seed, model) for seed in (0, 1, 2) for model in DECODERS}
     for run in runs.values():

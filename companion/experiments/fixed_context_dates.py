@@ -11,7 +11,7 @@ chapter's seed sweep does (seed k initialises from ``torch.manual_seed(1000 * k)
 
 ``python -m companion.experiments.fixed_context_dates`` trains both over seeds 0, 1 and 2 (about
 a minute per seed on two CPU cores) and writes ``results/fixed_context_dates.json``, which the
-exercise's solution reads with :func:`load_results`.
+exercise's solution reads with :func:`load_fixed_context_results`.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def train_and_score(name: str, seed: int) -> dict[str, Any]:
     return {"loss": round(history["loss"][-1], 4), **scores(predictions, dates.test)}
 
 
-def load_results(path: Path = RESULTS) -> dict[str, Any]:
+def load_fixed_context_results(path: Path = RESULTS) -> dict[str, Any]:
     """The committed results (or those at ``path``): ``{"settings", "runs"}``, where each run
     is ``{"seed", "model", ...}`` with :func:`scores`' keys."""
     if not path.exists():
