@@ -88,6 +88,7 @@ from companion.training.metrics import bleu, corpus_bleu, exact_match
 from companion.training.train import train_seq2seq
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time, __getattr__ below
+    from companion.figures.explorer import show_attention
     from companion.figures.plot import (
         plot,
         plot_attention,
@@ -100,14 +101,21 @@ __version__ = "0.1.0"
 
 # The plotting names import matplotlib.pyplot, which a script that only trains never needs:
 # they are imported on first use (PEP 562), ``from companion import plot_attention`` included.
-_FIGURES = ("plot", "plot_attention", "plot_history", "plot_kernel_regression", "show_heatmaps")
+# Each name maps to its module in companion.figures (the explorer's needs no matplotlib).
+_FIGURES = {
+    **dict.fromkeys(
+        ("plot", "plot_attention", "plot_history", "plot_kernel_regression", "show_heatmaps"),
+        "plot",
+    ),
+    "show_attention": "explorer",
+}
 
 
 def __getattr__(name: str) -> object:
     if name in _FIGURES:
-        from companion.figures import plot as figures
+        import importlib
 
-        value = getattr(figures, name)
+        value = getattr(importlib.import_module(f"companion.figures.{_FIGURES[name]}"), name)
         globals()[name] = value  # the next lookup finds it without calling __getattr__
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -184,6 +192,7 @@ __all__ = [
     "plot_history",
     "plot_kernel_regression",
     "reproducible",
+    "show_attention",
     "show_heatmaps",
     # d2l compatibility: no chapter uses these; they keep d2l code running unchanged
     "Seq2Seq",
