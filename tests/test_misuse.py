@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import misuse_figures
 import misuse_text
 import misuse_training
 import pytest
@@ -616,6 +617,7 @@ MISUSES = [
     ),
 ] + misuse_text.MISUSES
 MISUSES += misuse_training.MISUSES
+MISUSES += misuse_figures.MISUSES
 
 
 @pytest.mark.parametrize(
