@@ -87,8 +87,8 @@ def known_explorers() -> dict[str, AttentionExplorer]:
         heads=["head A", "head B", "head C"],
         title="Cross-attention, two layers",
     )
-    tokens = ["<b>it</b>", "it's", " the", "\u732b", "&amp;"]
-    causal = torch.tril(torch.ones(5, 5))
+    tokens = ["<b>it</b>", "it's", " the", "\u732b", "&amp;", "$x$"]  # "$x$": not for MathJax
+    causal = torch.tril(torch.ones(6, 6))
     self_weights = causal / causal.sum(dim=-1, keepdim=True)
     masked = self_weights.clone()
     masked[2] = 0

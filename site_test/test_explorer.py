@@ -7,6 +7,7 @@ data it embeds."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -30,6 +31,7 @@ from site_test.server import serve
 from site_test.test_accessibility import assert_accessible
 
 ALL_READY = "() => !document.querySelector('.companion-attention:not([data-ready])')"
+EXPLORER_ROOT = re.compile(r'<div class="companion-attention[ "]')  # as show_attention writes it
 MAX_QUERIES = 12  # queries clicked per head in a built page's explorer (first, middle, last beyond)
 
 
@@ -85,6 +87,9 @@ def test_explorer_page_loads_offline_and_passes_axe(explorer_visit: Visit) -> No
     assert not explorer_visit.blocked, f"requests outside: {explorer_visit.blocked}"
     assert not explorer_visit.failed, f"failed requests: {explorer_visit.failed}"
     assert_accessible(explorer_visit)
+    # MathJax typesets the page's math, and leaves a token that looks like math as text.
+    assert explorer_visit.mathjax in ("ready", "not loaded"), explorer_visit.mathjax
+    assert "$x$" in explorer_visit.data["prose"], "MathJax took the token $x$ for math"
 
 
 def test_each_explorer_is_set_up_apart_from_the_others(tab: Page) -> None:
@@ -244,7 +249,7 @@ def pages_with_explorers() -> list[str]:
     return [
         page
         for page in content_pages(site)
-        if 'class="companion-attention"' in (site / page).read_text(encoding="utf-8")
+        if EXPLORER_ROOT.search((site / page).read_text(encoding="utf-8"))
     ]
 
 

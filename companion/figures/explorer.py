@@ -248,7 +248,9 @@ def _page(data: dict, title: str | None) -> str:
     name = esc(title) if title else "Attention weights"
     return "\n".join(
         [
-            f'<div class="companion-attention" id="{uid}" role="group" aria-label="{name}" '
+            # MathJax (in Jupyter and the site) leaves a token such as "$" alone.
+            f'<div class="companion-attention tex2jax_ignore mathjax_ignore" id="{uid}" '
+            f'role="group" aria-label="{name}" '
             'data-lm-suppress-shortcuts="true">',
             f"<style>{_asset('explorer.css')}</style>",
             f'<p class="ca-title">{esc(title)}</p>' if title else "",
