@@ -675,3 +675,65 @@ def test_plain_decoder_decodes_greedy_and_beam():
     ):
         assert tokens == best_tokens
         assert score == pytest.approx(best_score, abs=1e-5)
+
+
+# --- The bidirectional encoder (Bahdanau et al.'s, sec-transformer's baseline) ---------------
+
+
+def test_default_encoder_stays_d2ls_and_ignores_valid_lens(d2l):
+    """bidirectional=False is d2l's encoder: its parameters, and padding read as d2l reads it."""
+    torch.manual_seed(5)
+    theirs = d2l.Seq2SeqEncoder(vocab_size=9, embed_size=5, num_hiddens=6, num_layers=2).eval()
+    torch.manual_seed(5)
+    ours = Seq2SeqEncoder(9, 5, 6, 2, bidirectional=False).eval()
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    X, valid_lens = torch.randint(0, 9, (3, 7)), torch.tensor([7, 2, 4])
+    for got, expected in zip(ours(X, valid_lens), theirs(X, valid_lens)):
+        torch.testing.assert_close(got, expected, atol=0, rtol=0)
+
+
+def test_bidirectional_encoder_reads_each_sentence_both_ways():
+    """Each row equals a forward GRU over its real tokens and a backward GRU over them
+    reversed; the padding changes nothing, and the shapes are the one-way encoder's."""
+    torch.manual_seed(0)
+    X, valid_lens = torch.randint(0, 11, (3, 6)), torch.tensor([6, 2, 4])
+    two_layers = Seq2SeqEncoder(11, 5, 8, 2, bidirectional=True).eval()
+    assert [tuple(t.shape) for t in two_layers(X, valid_lens)] == [(6, 3, 8), (2, 3, 8)]
+    encoder = Seq2SeqEncoder(11, 5, 8, 1, bidirectional=True).eval()
+    gru = encoder.rnn.rnn  # 4 hidden units per direction
+    outputs, state = encoder(X, valid_lens)
+    assert outputs.shape == (6, 3, 8) and state.shape == (1, 3, 8)
+    forward, backward = nn.GRU(5, 4, 1), nn.GRU(5, 4, 1)
+    with torch.no_grad():
+        for name, param in gru.named_parameters():
+            target = backward if name.endswith("_reverse") else forward
+            getattr(target, name.removesuffix("_reverse")).copy_(param)
+        for b, length in enumerate(valid_lens.tolist()):
+            embs = encoder.embedding(X[b, :length])[:, None]  # (length, 1, 5)
+            out_f, h_f = forward(embs)
+            out_b, h_b = backward(embs.flip(0))
+            expected = torch.cat((out_f, out_b.flip(0)), dim=-1)[:, 0]  # (length, 8)
+            torch.testing.assert_close(outputs[:length, b], expected)
+            assert (outputs[length:, b] == 0).all()  # padded steps
+            torch.testing.assert_close(state[:, b], torch.cat((h_f, h_b), dim=-1)[:, 0])
+        X_other = X.clone()
+        X_other[1, 2:] = 0  # other padding tokens
+        torch.testing.assert_close(encoder(X_other, valid_lens)[0], outputs)
+
+
+def test_bidirectional_encoder_feeds_the_bahdanau_decoder():
+    encoder = Seq2SeqEncoder(11, 5, 8, 1, bidirectional=True)
+    decoder = Seq2SeqAttentionDecoder(13, 5, 8, 1)
+    model = EncoderDecoder(encoder, decoder)
+    X, Y, valid_lens = (
+        torch.randint(0, 11, (3, 6)),
+        torch.randint(0, 13, (3, 4)),
+        torch.tensor([6, 2, 4]),
+    )
+    assert model(X, Y, valid_lens).shape == (3, 4, 13)
+    decoded = greedy_decode(model, X, valid_lens, BOS, EOS, 5)
+    assert len(decoded.tokens) == 3
+    with pytest.raises(ValueError, match="must be even"):
+        Seq2SeqEncoder(11, 5, 7, 1, bidirectional=True)
+    with pytest.raises(ValueError, match="valid_lens must be <= the number of source steps"):
+        encoder(X, torch.tensor([7, 2, 4]))

@@ -24,8 +24,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.nn.parameter import UninitializedParameter
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from companion._validate import check_dropout, check_positive, check_token_ids
+from companion._validate import (
+    check_dropout,
+    check_positive,
+    check_token_ids,
+    check_valid_lens,
+)
 from companion.generation.decoding import Decoded, Decoder, State, decode, decode_steps
 from companion.layers.attention import AdditiveAttention
 from companion.layers.kv_cache import KVCache
@@ -59,12 +65,22 @@ class GRU(nn.Module):
     otherwise; the result is the same).
     """
 
-    def __init__(self, num_inputs: int, num_hiddens: int, num_layers: int, dropout: float = 0):
+    def __init__(
+        self,
+        num_inputs: int,
+        num_hiddens: int,
+        num_layers: int,
+        dropout: float = 0,
+        *,
+        bidirectional: bool = False,
+    ):
         super().__init__()
         check_positive(num_inputs=num_inputs, num_hiddens=num_hiddens, num_layers=num_layers)
         check_dropout(dropout)
         dropout = dropout if num_layers > 1 else 0.0  # nn.GRU drops out between layers only
-        self.rnn = nn.GRU(num_inputs, num_hiddens, num_layers, dropout=dropout)
+        self.rnn = nn.GRU(
+            num_inputs, num_hiddens, num_layers, dropout=dropout, bidirectional=bidirectional
+        )
 
     def forward(
         self, inputs: torch.Tensor, H: torch.Tensor | None = None
@@ -83,6 +99,14 @@ class Seq2SeqEncoder(nn.Module):
     holds every layer's ``h_T``, shape ``(num_layers, batch, num_hiddens)``. ``valid_lens``
     and other extra arguments are accepted and ignored, as in d2l: padding is read too, and
     the attention decoder masks it. Weights are initialised by :func:`init_seq2seq`.
+
+    ``bidirectional=True`` (not in d2l; the default is d2l's encoder) is the encoder of Bahdanau
+    et al. (2015), which sec-transformer compares with the Transformer: a forward and a backward
+    GRU of ``num_hiddens // 2`` units each, so that ``h_t = [h_t^fwd; h_t^bwd]`` knows the words
+    on both sides of ``t`` and the shapes stay those above (``num_hiddens`` even). It reads the
+    real tokens only, the first ``valid_lens[b]`` of row ``b`` (the second argument, when
+    given), so the backward GRU starts at the last word, not in the padding; outputs at padded
+    steps are 0. ``state`` holds each layer's ``[h_T^fwd; h_1^bwd]``.
     """
 
     def __init__(
@@ -92,19 +116,51 @@ class Seq2SeqEncoder(nn.Module):
         num_hiddens: int,
         num_layers: int,
         dropout: float = 0,
+        *,
+        bidirectional: bool = False,
     ) -> None:
         super().__init__()
         check_positive(vocab_size=vocab_size, embed_size=embed_size)
+        if bidirectional and num_hiddens % 2:
+            raise ValueError(
+                "a bidirectional encoder splits num_hiddens between its two directions: it "
+                f"must be even; got {num_hiddens}"
+            )
+        self.bidirectional = bidirectional
+        rnn_hiddens = num_hiddens // 2 if bidirectional else num_hiddens  # per direction
         self.embedding = nn.Embedding(vocab_size, embed_size)
-        self.rnn = GRU(embed_size, num_hiddens, num_layers, check_dropout(dropout))
+        self.rnn = GRU(
+            embed_size, rnn_hiddens, num_layers, check_dropout(dropout), bidirectional=bidirectional
+        )
         self.apply(init_seq2seq)
 
     def forward(self, X: torch.Tensor, *args: Any) -> tuple[torch.Tensor, torch.Tensor]:
         X = check_token_ids(X, self.embedding.num_embeddings)  # (batch, num_steps)
         embs = self.embedding(X.t())  # (num_steps, batch, embed_size)
+        if self.bidirectional:
+            return self._both_directions(embs, args[0] if args else None)
         outputs, state = self.rnn(embs)
         # outputs: (num_steps, batch, num_hiddens); state: (num_layers, batch, num_hiddens)
         return outputs, state
+
+    def _both_directions(
+        self, embs: torch.Tensor, valid_lens: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Bahdanau et al.'s encoder over the real tokens: outputs ``(num_steps, batch,
+        num_hiddens)`` and state ``(num_layers, batch, num_hiddens)``, the two directions'
+        halves side by side."""
+        num_steps, batch = embs.shape[:2]
+        if valid_lens is None:
+            outputs, state = self.rnn(embs)
+        else:
+            check_valid_lens(valid_lens, batch, 1, num_steps, axis="source steps")
+            lengths = valid_lens.detach().to("cpu", torch.long).clamp(min=1)  # pack needs >= 1
+            packed = pack_padded_sequence(embs, lengths, enforce_sorted=False)
+            outputs, state = self.rnn(packed)
+            outputs, _ = pad_packed_sequence(outputs, total_length=num_steps)  # 0 past the end
+        # state: (num_layers * 2, batch, H/2), ordered layer 0 forward, layer 0 backward, ...
+        state = state.reshape(-1, 2, batch, state.shape[-1]).permute(0, 2, 1, 3)
+        return outputs, state.reshape(state.shape[0], batch, -1)  # (num_layers, batch, H)
 
 
 class Seq2SeqDecoder(nn.Module):
