@@ -3,8 +3,6 @@ Every call is seeded."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import math
 
 import pytest
@@ -12,8 +10,9 @@ import torch
 import torch.nn.functional as F
 
 from companion.exercises.transformer import (
-    check_cached_attention,
+    _decoder_block,
     check_causal_mask,
+    check_decoder_block,
     check_layer_norm,
     check_shift_right,
 )
@@ -178,149 +177,92 @@ def test_sizes_vary_and_are_never_the_chapters():
         assert len({batch, steps, features}) == 3
 
 
-# ----------------------------------------------------------------------------- KV-cache step
+# ----------------------------------------------------------------------------- decoder block
 
 
-def cached_attention(X, cached_keys, cached_values, W_q, W_k, W_v, W_o, num_heads):
-    """The answer the chapter's solution gives: split, append, mask aligned with the last keys."""
-    batch, new, width = X.shape
-    head_dim = width // num_heads
-
-    def split(M):
-        return M.reshape(batch, new, num_heads, head_dim).transpose(1, 2)
-
-    keys = torch.cat((cached_keys, split(X @ W_k)), dim=2)
-    values = torch.cat((cached_values, split(X @ W_v)), dim=2)
-    scores = split(X @ W_q) @ keys.transpose(-2, -1) / math.sqrt(head_dim)
-    cached = cached_keys.shape[2]
-    visible = torch.ones(new, cached + new, dtype=torch.bool).tril(diagonal=cached)
-    weights = scores.masked_fill(~visible, float("-inf")).softmax(dim=-1)
-    output = (weights @ values).transpose(1, 2).reshape(batch, new, width) @ W_o
-    return output, keys, values
-
-
-def cached_attention_with_sdpa(X, cached_keys, cached_values, W_q, W_k, W_v, W_o, num_heads):
-    """Another right answer: PyTorch's fused attention with an explicit boolean mask."""
-    batch, new, width = X.shape
+def attend(queries, keys_values, weights, num_heads, visible):
+    W_q, W_k, W_v, W_o = weights
+    batch, d = queries.shape[0], queries.shape[-1]
+    p = d // num_heads
 
     def split(M):
-        return M.reshape(batch, new, num_heads, -1).transpose(1, 2)
+        return M.reshape(batch, M.shape[1], num_heads, p).transpose(1, 2)
 
-    keys = torch.cat((cached_keys, split(X @ W_k)), dim=2)
-    values = torch.cat((cached_values, split(X @ W_v)), dim=2)
-    cached = cached_keys.shape[2]
-    mask = torch.ones(new, cached + new, dtype=torch.bool).tril(diagonal=cached)
-    heads = F.scaled_dot_product_attention(split(X @ W_q), keys, values, attn_mask=mask)
-    return heads.transpose(1, 2).reshape(batch, new, width) @ W_o, keys, values
+    scores = split(queries @ W_q) @ split(keys_values @ W_k).transpose(-2, -1) / math.sqrt(p)
+    scores = scores.masked_fill(~visible[:, None], float("-inf"))
+    heads = scores.softmax(dim=-1) @ split(keys_values @ W_v)
+    return heads.transpose(1, 2).reshape(batch, queries.shape[1], d) @ W_o
 
 
-@pytest.mark.parametrize("answer", [cached_attention, cached_attention_with_sdpa])
-@pytest.mark.parametrize("seed", range(5))
-def test_cached_attention_pass(answer, seed, capsys):
-    assert check_cached_attention(answer, seed=seed)
-    assert capsys.readouterr().out.startswith(f"pass: {answer.__name__} matches the reference")
+def add_norm(X, Y, gamma, beta):
+    return F.layer_norm(X + Y, X.shape[-1:], gamma, beta)
 
 
-def test_cached_attention_draws_one_and_several_new_steps_never_the_chapter_sizes():
-    seen_new, seen_heads, seen_head_dims = set(), set(), set()
-
-    def spy(X, cached_keys, cached_values, W_q, W_k, W_v, W_o, num_heads):
-        seen_new.add(X.shape[1])
-        seen_heads.add(num_heads)
-        seen_head_dims.add(X.shape[2] // num_heads)
-        return cached_attention(X, cached_keys, cached_values, W_q, W_k, W_v, W_o, num_heads)
-
-    for seed in range(20):
-        with contextlib.redirect_stdout(io.StringIO()):
-            assert check_cached_attention(spy, seed=seed)
-    assert 1 in seen_new and seen_new - {1}, "single steps and several"
-    assert not seen_heads & {2, 4} and not seen_head_dims & {4, 16}
+def decoder_block(X, H, enc_valid_lens, params, num_heads):
+    """The chapter's solution: three sublayers, each in add & norm."""
+    m, n = X.shape[1], H.shape[1]
+    causal = torch.ones(m, m, dtype=torch.bool).tril()[None]
+    padding = (torch.arange(n) < enc_valid_lens[:, None])[:, None]
+    Y = add_norm(X, attend(X, X, params["self_attention"], num_heads, causal), *params["norm1"])
+    Y2 = attend(Y, H, params["cross_attention"], num_heads, padding)
+    Z = add_norm(Y, Y2, *params["norm2"])
+    W_1, b_1, W_2, b_2 = params["ffn"]
+    return add_norm(Z, torch.relu(Z @ W_1 + b_1) @ W_2 + b_2, *params["norm3"])
 
 
-def with_mistake(**mistake):
-    """A student's answer that makes one mistake, written out as a student would."""
-
-    def answer(X, cached_keys, cached_values, W_q, W_k, W_v, W_o, num_heads):
-        batch, new, width = X.shape
-        p = width // num_heads
-        if mistake.get("weights") == "transposed":
-            W_q, W_k, W_v, W_o = W_q.T, W_k.T, W_v.T, W_o.T
-
-        def split(M):
-            if mistake.get("heads") == "reshaped":
-                return M.reshape(batch, num_heads, M.shape[1], p)
-            return M.reshape(batch, M.shape[1], num_heads, p).transpose(1, 2)
-
-        def merge(M):
-            if mistake.get("heads") == "reshaped":
-                return M.reshape(batch, M.shape[2], width)
-            return M.transpose(1, 2).reshape(batch, M.shape[2], width)
-
-        W_value = W_k if mistake.get("values") == "W_k" else W_v
-        new_keys, new_values = split(X @ W_k), split(X @ W_value)
-        if mistake.get("project") == "none":
-            new_keys = new_values = split(X)
-        if mistake.get("project") == "cache too":
-            cached_keys = split(merge(cached_keys) @ W_k)
-            cached_values = split(merge(cached_values) @ W_v)
-        keys = torch.cat((cached_keys, new_keys), dim=2)
-        values = torch.cat((cached_values, new_values), dim=2)
-        if mistake.get("append") == "forgotten":
-            keys, values = cached_keys, cached_values
-        elif mistake.get("append") == "only new":
-            keys, values = new_keys, new_values
-        elif mistake.get("append") == "in front":
-            keys = torch.cat((new_keys, cached_keys), dim=2)
-            values = torch.cat((new_values, cached_values), dim=2)
-        scores = split(X @ W_q) @ keys.transpose(-2, -1)
-        scores = scores / {"none": 1.0, "d": math.sqrt(width)}.get(
-            mistake.get("scale"), math.sqrt(p)
-        )
-        steps = keys.shape[2]
-        if mistake.get("mask") != "none":
-            shift = 0 if mistake.get("mask") == "tril" else steps - new
-            visible = torch.ones(new, steps, dtype=torch.bool).tril(diagonal=shift)
-            scores = scores.masked_fill(~visible, float("-inf"))
-        weights = scores.softmax(dim=-2 if mistake.get("softmax") == "queries" else -1)
-        output = merge(weights @ values)
-        if mistake.get("W_o") != "forgotten":
-            output = output @ W_o
-        return output, keys, values
-
-    return answer
+@pytest.mark.parametrize("seed", range(4))
+def test_decoder_block_pass(seed, capsys):
+    assert check_decoder_block(decoder_block, seed=seed)
+    assert capsys.readouterr().out.startswith("pass: decoder_block matches the reference")
 
 
 @pytest.mark.parametrize(
-    "mistake, hint",
+    "how, hint",
     [
-        (dict(append="forgotten"), "the cache was not appended"),
-        (dict(append="only new"), "only the new steps' keys and values"),
-        (dict(append="in front"), "went in front of the cached ones"),
-        (dict(project="none"), "appended without their projections"),
-        (dict(project="cache too"), "the cached keys and values were projected again"),
-        (dict(values="W_k"), "the values were projected with W_k"),
-        (dict(weights="transposed"), "not X @ W_q.T"),
-        (dict(scale="none"), "the scores are not scaled"),
-        (dict(scale="d"), "scaled by sqrt(d), the full width"),
-        (dict(mask="tril"), "the causal mask hides cached steps"),
-        (dict(mask="none"), "each may see only the steps up to its own"),
-        (dict(heads="reshaped"), "heads and positions are mixed up"),
-        (dict(W_o="forgotten"), "not projected: multiply by W_o"),
-        (dict(softmax="queries"), "the softmax runs over the wrong axis"),
+        ("pre_norm", "pre-norm instead of post-norm"),
+        ("norm_before_add", "normalised before the residual sum"),
+        ("no_residual", "the residual connections are missing"),
+        ("no_causal", "the self-attention sees the future"),
+        ("causal_cross", "the cross-attention is masked causally"),
+        ("no_padding", "the source padding is not hidden"),
+        ("padding_on_target", "enc_valid_lens masks the self-attention"),
+        ("ffn_first", "the sublayers are in the wrong order"),
+        ("cross_from_input", "queries are the block's input X"),
+        ("keys_from_target", "keys and values come from the target"),
+        ("scale_d", "scaled by sqrt(d)"),
+        ("no_relu", "has no ReLU"),
     ],
 )
 @pytest.mark.parametrize("seed", range(2))
-def test_cached_attention_hints(mistake, hint, seed, capsys):
-    assert not check_cached_attention(with_mistake(**mistake), seed=seed)
+def test_decoder_block_hints(how, hint, seed, capsys):
+    def answer(*inputs):
+        return _decoder_block(*inputs, how=how)
+
+    assert not check_decoder_block(answer, seed=seed)
     assert hint in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_cached_attention_hard_wired_to_the_chapter_fails(seed, capsys):
-    num_heads = 4  # the chapter's trained model
+def test_decoder_block_refuses_companions_own_layers(capsys):
+    from companion import AddNorm, TransformerDecoderBlock
 
-    def reads_the_notebook(X, cached_keys, cached_values, W_q, W_k, W_v, W_o, heads):
-        return cached_attention(X, cached_keys, cached_values, W_q, W_k, W_v, W_o, num_heads)
+    def calls_the_block(X, H, enc_valid_lens, params, num_heads):
+        d, ffn = X.shape[-1], params["ffn"][0].shape[1]
+        block = TransformerDecoderBlock(d, ffn, num_heads, 0.0, i=0)
+        return block(X, H, enc_valid_lens)
 
-    assert not check_cached_attention(reads_the_notebook, seed=seed)
+    def calls_add_norm(X, H, enc_valid_lens, params, num_heads):
+        AddNorm(X.shape[-1], 0.0)(X, X)
+        return decoder_block(X, H, enc_valid_lens, params, num_heads)
+
+    for answer, hint in ((calls_the_block, "decoder block"), (calls_add_norm, "AddNorm")):
+        assert not check_decoder_block(answer, seed=0)
+        assert hint in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_decoder_block_hard_wired_to_the_chapter_fails(seed, capsys):
+    def reads_the_notebook(X, H, enc_valid_lens, params, heads):
+        return decoder_block(X, H, enc_valid_lens, params, 4)  # the chapter's model: 4 heads
+
+    assert not check_decoder_block(reads_the_notebook, seed=seed)
     assert capsys.readouterr().out.startswith(("hint:", "error:"))

@@ -12,6 +12,7 @@ from companion.exercises.bahdanau import (
 )
 from companion.exercises.core import check
 from companion.exercises.efficient import check_chunked_linear_attention, check_linear_attention
+from companion.exercises.kv_cache import check_cached_attention, check_kv_cache_bytes
 from companion.exercises.lm import (
     check_cached_causal_mask,
     check_prenorm_block,
@@ -39,8 +40,8 @@ from companion.exercises.scoring import check_masked_softmax, check_scaled_dot_p
 from companion.exercises.self_attention import check_graph_attention_mask, check_self_attention
 from companion.exercises.tokenization import check_encode, check_train
 from companion.exercises.transformer import (
-    check_cached_attention,
     check_causal_mask,
+    check_decoder_block,
     check_layer_norm,
     check_shift_right,
 )
@@ -55,11 +56,13 @@ __all__ = [
     "check_causal_mask",
     "check_chunked_linear_attention",
     "check_cls_attention_map",
+    "check_decoder_block",
     "check_encode",
     "check_gather_positions",
     "check_gaussian_weights",
     "check_graph_attention_mask",
     "check_head_ablation",
+    "check_kv_cache_bytes",
     "check_laplace_pooling",
     "check_layer_norm",
     "check_length_normalized_scores",

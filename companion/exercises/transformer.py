@@ -6,11 +6,13 @@ normalization without its learned scale and shift. ``check_shift_right`` checks 
 input made from the labels (teacher forcing). Each names the usual mistakes: the wrong
 triangle, a masked diagonal, the wrong axis, a missing epsilon, the unshifted labels.
 
-``check_cached_attention`` checks the build-it-yourself exercise: one step of multi-head
-self-attention with a key-value cache, against companion's ``MultiHeadAttention`` and
-``KVCache``. It names a cache not appended (or appended in front), new steps not projected,
-cached ones projected again, a missing or wrong scale, heads mixed up with positions, and a
-causal mask that hides the cached steps.
+``check_decoder_block`` checks the build-it-yourself exercise: the 2017 decoder block from its
+weights, against companion's ``TransformerDecoderBlock`` with the same weights. It names
+pre-norm where the block is post-norm, a norm before the residual sum, missing residuals, a
+missing causal mask, a causal mask on the cross-attention, the source padding not hidden or
+hidden in the self-attention, the sublayers in the wrong order, the cross-attention's queries
+or keys taken from the wrong tensor, the scale by sqrt(d) and a missing ReLU; and it refuses an
+answer that calls companion's block, attention or feed-forward layer.
 
 The sizes (and the ``<bos>`` id) are drawn afresh on every call (``seed=`` repeats a run, for tests)
 and are never the chapter's own (its examples have batch 2, 3 to 6 steps, widths 4 and 8, and
@@ -22,15 +24,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
 import torch
 
 from companion.exercises.adapters import as_bool_mask
-from companion.exercises.core import Inputs, check
+from companion.exercises.core import Inputs, check, first_seed, seeded_generator
+from companion.exercises.rules import forbidden_call
 from companion.exercises.sizes import draw
-from companion.layers.attention import MultiHeadAttention
-from companion.layers.kv_cache import KVCache
 
 EPS = 1e-5  # nn.LayerNorm's default
 # The chapter's own sizes: batch, steps and widths of its examples, and its <bos> id.
@@ -219,195 +219,223 @@ def check_shift_right(
     )
 
 
-# ----------------------------------------------------------------------------- KV-cache step
+# ----------------------------------------------------------------------------- decoder block
 
-# The chapter's heads and head sizes: its trained model (4 heads of 16 features) and the small
-# blocks of its examples (2 heads of 4).
+# The chapter's blocks: width 8 with 2 heads in its examples, 64 with 4 heads in its model.
 CHAPTER_HEADS, CHAPTER_HEAD_DIMS = (2, 4), (4, 16)
+BUILD_IT = (
+    "the exercise is to build the block yourself, from matrix products, a softmax and a layer norm"
+)
+OWN_BLOCK = {
+    "companion.layers.blocks": f"the answer calls companion's decoder block or AddNorm: {BUILD_IT}",
+    "companion.layers.attention": f"the answer calls companion's attention: {BUILD_IT}",
+    "companion.layers.feedforward": f"the answer calls companion's PositionWiseFFN: {BUILD_IT}",
+    "companion.models": f"the answer calls one of companion's models: {BUILD_IT}",
+    "torch.nn.functional.multi_head_attention_forward": (
+        f"the answer calls torch's nn.MultiheadAttention: {BUILD_IT}"
+    ),
+}
+POST_NORM = (
+    "pre-norm instead of post-norm: this block (the 2017 one) normalises after the residual sum, "
+    "LayerNorm(X + sublayer(X)), not X + sublayer(LayerNorm(X))"
+)
+NORM_BEFORE_ADD = (
+    "the sublayer's output was normalised before the residual sum: add first, then normalise "
+    "the sum, LayerNorm(X + sublayer(X))"
+)
+NO_RESIDUAL = "the residual connections are missing: each sublayer's input is added to its output"
+NO_CAUSAL = (
+    "the self-attention sees the future: target position i may attend to positions 0 .. i only "
+    "(a causal mask)"
+)
+CAUSAL_CROSS = (
+    "the cross-attention is masked causally: every target position may read every real source "
+    "word; only the source padding is hidden there"
+)
+NO_PADDING = (
+    "the source padding is not hidden: in the cross-attention, key j of sentence b is visible only "
+    "when j < enc_valid_lens[b]"
+)
+PADDING_ON_TARGET = (
+    "enc_valid_lens masks the self-attention: those lengths count source words; the target's "
+    "self-attention needs only the causal mask"
+)
+FFN_BEFORE_CROSS = (
+    "the sublayers are in the wrong order: causal self-attention, then cross-attention, then the "
+    "feed-forward network"
+)
+CROSS_FROM_INPUT = (
+    "the cross-attention's queries are the block's input X: they are the output of the first "
+    "sublayer (after its add & norm)"
+)
+KEYS_FROM_TARGET = (
+    "the cross-attention's keys and values come from the target: they are the encoder outputs"
+)
+SCALE_D = (
+    "the scores are scaled by sqrt(d): each head has d/heads features, divide by sqrt(d/heads)"
+)
+NO_RELU = "the feed-forward network has no ReLU between its two linear maps"
 
-NOT_APPENDED = (
-    "the cache was not appended: the keys and values you attend to and return must be the "
-    "cached ones followed by the new steps', (batch, heads, cached + new, d/heads)"
-)
-ONLY_NEW = (
-    "you attend to (and return) only the new steps' keys and values: append them to the cached "
-    "ones along the steps axis, torch.cat((cached_keys, new_keys), dim=2)"
-)
-PREPENDED = (
-    "the new steps' keys and values went in front of the cached ones: append them at the end "
-    "(dim=2), so that step t stays at position t of the cache"
-)
-NEW_NOT_PROJECTED = (
-    "the new steps were appended without their projections: the cache holds keys X @ W_k and "
-    "values X @ W_v, split into heads, not the inputs X"
-)
-CACHE_PROJECTED_AGAIN = (
-    "the cached keys and values were projected again: they were stored after W_k and W_v, so "
-    "only the new steps need projecting"
-)
-VALUES_WITH_W_K = "the values were projected with W_k: values are X @ W_v"
-TRANSPOSED_WEIGHTS = (
-    "the weights are in the row form of the notation page: X @ W_q, not X @ W_q.T (nn.Linear "
-    "stores the transpose, but these are plain matrices)"
-)
-NO_SCALE = "the scores are not scaled: divide Q K^T by sqrt(d/heads), the width of one head"
-WRONG_SCALE = (
-    "the scores are scaled by sqrt(d), the full width: each head's queries and keys have "
-    "d/heads features, so divide by sqrt(d/heads)"
-)
-MASK_HIDES_CACHE = (
-    "the causal mask hides cached steps: a plain lower triangle over (new, cached + new) lets "
-    "new step i see keys 0 .. i only. New step i sits at position cached + i and sees keys "
-    "0 .. cached + i: torch.ones(new, cached + new).tril(diagonal=cached)"
-)
-NO_MASK = (
-    "with several new steps, each may see only the steps up to its own: new step i sits at "
-    "position cached + i and must not see the new steps after it (a causal mask aligned with "
-    "the last keys, tril(diagonal=cached))"
-)
-TRANSPOSED_HEADS = (
-    "heads and positions are mixed up: split with X.reshape(batch, new, heads, d/heads)"
-    ".transpose(1, 2) and merge with .transpose(1, 2).reshape(batch, new, d); a direct reshape "
-    "is right only for a single new step"
-)
-NO_OUTPUT_PROJECTION = "the heads were concatenated but not projected: multiply by W_o at the end"
-WRONG_SOFTMAX_AXIS = "the softmax runs over the wrong axis: normalise over the keys, dim=-1"
 
-
-def _kv_sizes(generator: torch.Generator, single_step: bool) -> tuple[int, ...]:
-    """``(batch, new, cached, heads, head_dim)``: never the chapter's heads or head sizes, and
-    batch, new steps, cached steps and heads all different, so that a swapped axis shows."""
+def _decoder_sizes(generator: torch.Generator) -> tuple[int, int, int, int, int, int]:
+    """``(batch, target steps, source steps, heads, head_dim, ffn_hiddens)``, none of them the
+    chapter's, with as many target as source steps never."""
     while True:
         batch = draw(generator, 1, 4, avoid=[CHAPTER_BATCH])
-        new = 1 if single_step else draw(generator, 2, 4)
-        cached = draw(generator, 1, 6)
-        heads = draw(generator, 2, 5, avoid=CHAPTER_HEADS)
-        head_dim = draw(generator, 2, 6, avoid=CHAPTER_HEAD_DIMS)
-        if len({batch, new, cached, heads}) == 4 and head_dim != heads:
-            return batch, new, cached, heads, head_dim
+        m, n = draw(generator, 3, 7, avoid=CHAPTER_STEPS), draw(generator, 3, 8, avoid=[5])
+        heads = draw(generator, 1, 5, avoid=CHAPTER_HEADS)
+        head_dim = draw(generator, 2, 5, avoid=CHAPTER_HEAD_DIMS)
+        if m != n:
+            return batch, m, n, heads, head_dim, draw(generator, 4, 20)
 
 
-def _kv_inputs(generator: torch.Generator) -> Inputs:
-    # Trials alternate (their seeds are consecutive): one new step (decoding token by token),
-    # and several (a prompt).
-    single_step = generator.initial_seed() % 2 == 0
-    batch, new, cached, heads, head_dim = _kv_sizes(generator, single_step)
+def _decoder_inputs(generator: torch.Generator) -> Inputs:
+    batch, m, n, heads, head_dim, ffn = _decoder_sizes(generator)
     d = heads * head_dim
-    X = torch.randn(batch, new, d, generator=generator)  # the new steps' inputs
-    cached_keys = torch.randn(batch, heads, cached, head_dim, generator=generator)
-    cached_values = torch.randn(batch, heads, cached, head_dim, generator=generator)
-    W_q, W_k, W_v, W_o = (torch.randn(d, d, generator=generator) / d**0.5 for _ in range(4))
-    return X, cached_keys, cached_values, W_q, W_k, W_v, W_o, heads
+
+    def randn(*shape: int, scale: float = 1.0) -> torch.Tensor:
+        return scale * torch.randn(*shape, generator=generator)
+
+    X, H = randn(batch, m, d), randn(batch, n, d)  # target inputs, encoder outputs
+    lens = torch.randint(1, n + 1, (batch,), generator=generator)
+    lens[0] = int(torch.randint(1, n, (1,), generator=generator))  # some padding, always
+    params = {
+        "self_attention": tuple(randn(d, d, scale=d**-0.5) for _ in range(4)),
+        "cross_attention": tuple(randn(d, d, scale=d**-0.5) for _ in range(4)),
+        "ffn": (
+            randn(d, ffn, scale=d**-0.5),
+            randn(ffn, scale=0.3),
+            randn(ffn, d, scale=ffn**-0.5),
+            randn(d, scale=0.3),
+        ),
+        **{f"norm{i}": (1 + randn(d, scale=0.5), randn(d, scale=0.5)) for i in (1, 2, 3)},
+    }
+    return X, H, lens, params, heads
 
 
-def _cached_attention(
-    X: torch.Tensor,
-    cached_keys: torch.Tensor,
-    cached_values: torch.Tensor,
-    W_q: torch.Tensor,
-    W_k: torch.Tensor,
-    W_v: torch.Tensor,
-    W_o: torch.Tensor,
-    num_heads: int,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The reference: companion's MultiHeadAttention with these weights, its KVCache holding
-    the cached keys and values."""
-    d = X.shape[-1]
-    layer = MultiHeadAttention(d, num_heads, 0.0, query_size=d, key_size=d, value_size=d)
-    cache = KVCache()
+def _reference_block(X, H, enc_valid_lens, params, num_heads) -> torch.Tensor:
+    """companion's TransformerDecoderBlock with these weights (row form: ``X @ W``)."""
+    from companion.layers.blocks import TransformerDecoderBlock
+
+    d, ffn = X.shape[-1], params["ffn"][0].shape[1]
+    block = TransformerDecoderBlock(d, ffn, num_heads, 0.0, i=0).eval()
     with torch.no_grad():
-        for linear, W in zip((layer.W_q, layer.W_k, layer.W_v, layer.W_o), (W_q, W_k, W_v, W_o)):
-            linear.weight.copy_(W.T)  # nn.Linear computes X @ weight.T
-        cache.update(cached_keys, cached_values)
-        output = layer(X, X, X, causal=True, cache=cache)
-    return (output, *cache.stored())
+        pairs = ((block.attention1, "self_attention"), (block.attention2, "cross_attention"))
+        for layer, name in pairs:
+            for linear, W in zip((layer.W_q, layer.W_k, layer.W_v, layer.W_o), params[name]):
+                linear.weight.copy_(W.T)
+        W_1, b_1, W_2, b_2 = params["ffn"]
+        block.ffn.dense1.weight.copy_(W_1.T), block.ffn.dense1.bias.copy_(b_1)
+        block.ffn.dense2.weight.copy_(W_2.T), block.ffn.dense2.bias.copy_(b_2)
+        for i, add_norm in enumerate((block.addnorm1, block.addnorm2, block.addnorm3), start=1):
+            add_norm.ln.weight.copy_(params[f"norm{i}"][0])
+            add_norm.ln.bias.copy_(params[f"norm{i}"][1])
+        return block(X, H, enc_valid_lens)
 
 
-def _mistaken_attention(
-    *inputs: Any,
-    append: str = "end",
-    project_new: bool = True,
-    reproject_cache: bool = False,
-    values_with_W_k: bool = False,
-    transposed_weights: bool = False,
-    scale: str = "head",
-    mask: str = "aligned",
-    heads: str = "right",
-    output_projection: bool = True,
-    softmax_dim: int = -1,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One cached self-attention step written out by hand, with one mistake switched on."""
-    X, cached_keys, cached_values, W_q, W_k, W_v, W_o, num_heads = inputs
-    batch, new, d = X.shape
-    head_dim = d // num_heads
-    if transposed_weights:
-        W_q, W_k, W_v, W_o = W_q.T, W_k.T, W_v.T, W_o.T
-    if values_with_W_k:
-        W_v = W_k
+def _attend(queries, keys_values, weights, num_heads, visible, scale="head"):
+    """Multi-head attention from its four matrices; ``visible`` (batch or 1, q, k) is a mask."""
+    W_q, W_k, W_v, W_o = weights
+    batch, d = queries.shape[0], queries.shape[-1]
+    p = d // num_heads
 
     def split(M: torch.Tensor) -> torch.Tensor:  # (batch, steps, d) -> (batch, heads, steps, p)
-        if heads == "transposed":
-            return M.reshape(M.shape[0], num_heads, M.shape[1], head_dim)
-        return M.reshape(M.shape[0], M.shape[1], num_heads, head_dim).transpose(1, 2)
+        return M.reshape(batch, M.shape[1], num_heads, p).transpose(1, 2)
 
-    def merge(M: torch.Tensor) -> torch.Tensor:  # (batch, heads, steps, p) -> (batch, steps, d)
-        if heads == "transposed":
-            return M.reshape(M.shape[0], M.shape[2], d)
-        return M.transpose(1, 2).reshape(M.shape[0], M.shape[2], d)
-
-    new_keys, new_values = (split(X @ W_k), split(X @ W_v)) if project_new else (split(X),) * 2
-    if reproject_cache:
-        cached_keys = split(merge(cached_keys) @ W_k)
-        cached_values = split(merge(cached_values) @ W_v)
-    keys, values = {
-        "end": (torch.cat((cached_keys, new_keys), 2), torch.cat((cached_values, new_values), 2)),
-        "front": (torch.cat((new_keys, cached_keys), 2), torch.cat((new_values, cached_values), 2)),
-        "none": (cached_keys, cached_values),
-        "only new": (new_keys, new_values),
-    }[append]
-    scores = split(X @ W_q) @ keys.transpose(-2, -1)  # (batch, heads, new, keys)
-    scores = scores / {"head": math.sqrt(head_dim), "model": math.sqrt(d), "none": 1.0}[scale]
-    if mask != "none":
-        diagonal = keys.shape[2] - new if mask == "aligned" else 0
-        visible = torch.ones(new, keys.shape[2], dtype=torch.bool).tril(diagonal)
-        scores = scores.masked_fill(~visible, float("-inf"))
-    output = merge(scores.softmax(dim=softmax_dim) @ values)  # (batch, new, d)
-    return (output @ W_o if output_projection else output), keys, values
+    scores = split(queries @ W_q) @ split(keys_values @ W_k).transpose(-2, -1)
+    scores = scores / math.sqrt(p if scale == "head" else d)  # (batch, heads, q, k)
+    if visible is not None:
+        scores = scores.masked_fill(~visible[:, None], float("-inf"))
+    heads = scores.softmax(dim=-1) @ split(keys_values @ W_v)  # (batch, heads, q, p)
+    return heads.transpose(1, 2).reshape(batch, queries.shape[1], d) @ W_o
 
 
-def check_cached_attention(
-    student_fn: Callable[..., tuple[torch.Tensor, ...]], *, seed: int | None = None
+def _decoder_block(X, H, enc_valid_lens, params, num_heads, *, how: str = "right"):
+    """The 2017 decoder block written out; ``how`` names one mistake."""
+    m, n = X.shape[1], H.shape[1]
+    causal = torch.ones(m, m, dtype=torch.bool).tril()[None]  # (1, m, m)
+    padding = (torch.arange(n)[None, :] < enc_valid_lens[:, None])[:, None]  # (batch, 1, n)
+    self_mask = None if how == "no_causal" else causal
+    if how == "padding_on_target":
+        self_mask = causal & (torch.arange(m)[None, None] < enc_valid_lens[:, None, None])
+    cross_mask = None if how == "no_padding" else padding
+    if how == "causal_cross":
+        cross_mask = padding & torch.ones(m, n, dtype=torch.bool).tril()[None]
+    scale = "model" if how == "scale_d" else "head"
+
+    def norm(Z: torch.Tensor, i: int) -> torch.Tensor:
+        gamma, beta = params[f"norm{i}"]
+        return torch.nn.functional.layer_norm(Z, Z.shape[-1:], gamma, beta)
+
+    def add_norm(Z: torch.Tensor, sublayer: Callable, i: int) -> torch.Tensor:
+        if how == "pre_norm":
+            return Z + sublayer(norm(Z, i))
+        if how == "norm_before_add":
+            return Z + norm(sublayer(Z), i)
+        if how == "no_residual":
+            return norm(sublayer(Z), i)
+        return norm(Z + sublayer(Z), i)
+
+    def self_attention(Z):
+        return _attend(Z, Z, params["self_attention"], num_heads, self_mask, scale)
+
+    def cross_attention(Z):
+        if how == "cross_from_input":
+            Z = X
+        source = Z if how == "keys_from_target" else H
+        mask = None if how == "keys_from_target" else cross_mask
+        return _attend(Z, source, params["cross_attention"], num_heads, mask, scale)
+
+    def ffn(Z):
+        W_1, b_1, W_2, b_2 = params["ffn"]
+        hidden = Z @ W_1 + b_1
+        return (hidden if how == "no_relu" else torch.relu(hidden)) @ W_2 + b_2
+
+    order = [self_attention, cross_attention, ffn]
+    if how == "ffn_first":
+        order = [self_attention, ffn, cross_attention]
+    Y = X
+    for i, sublayer in enumerate(order, start=1):
+        Y = add_norm(Y, sublayer, i)
+    return Y
+
+
+def check_decoder_block(
+    student_fn: Callable[..., torch.Tensor], *, seed: int | None = None
 ) -> bool:
-    """sec-transformer: ``student_fn(X, cached_keys, cached_values, W_q, W_k, W_v,
-    W_o, num_heads)`` attends the new steps ``X`` ``(batch, new, d)`` to the cached keys and
-    values ``(batch, heads, cached, d / heads)`` and to themselves (causally), and returns
-    ``(output, keys, values)``: the output ``(batch, new, d)`` and the grown cache. Trials
-    alternate between one new step and several; ``seed`` repeats a run (for tests)."""
+    """sec-transformer: ``student_fn(X, enc_outputs, enc_valid_lens, params, num_heads)`` is the
+    forward pass of the 2017 decoder block for target features ``X`` ``(batch, m, d)`` and encoder
+    outputs ``(batch, n, d)`` whose first ``enc_valid_lens[b]`` steps are real. ``params`` holds
+    ``"self_attention"`` and ``"cross_attention"``, each ``(W_q, W_k, W_v, W_o)`` of shape
+    ``(d, d)`` in row form (``X @ W_q``); ``"ffn"``, ``(W_1, b_1, W_2, b_2)``; and ``"norm1"``,
+    ``"norm2"``, ``"norm3"``, each ``(gamma, beta)``. It must not call companion's layers."""
 
-    def wrong(**mistake: Any) -> Callable[..., tuple[torch.Tensor, ...]]:
-        return lambda *inputs: _mistaken_attention(*inputs, **mistake)
+    def wrong(how: str) -> Callable[..., torch.Tensor]:
+        return lambda *inputs: _decoder_block(*inputs, how=how)
 
+    start = first_seed(seed)
+    hint = forbidden_call(student_fn, _decoder_inputs(seeded_generator(start)), OWN_BLOCK)
+    if hint:
+        print(f"hint: {hint}")
+        return False
     return check(
         student_fn,
-        _cached_attention,
-        _kv_inputs,
+        _reference_block,
+        _decoder_inputs,
         mistakes=[
-            (wrong(append="none"), NOT_APPENDED),
-            (wrong(append="only new"), ONLY_NEW),
-            (wrong(append="front"), PREPENDED),
-            (wrong(project_new=False), NEW_NOT_PROJECTED),
-            (wrong(reproject_cache=True), CACHE_PROJECTED_AGAIN),
-            (wrong(values_with_W_k=True), VALUES_WITH_W_K),
-            (wrong(transposed_weights=True), TRANSPOSED_WEIGHTS),
-            (wrong(scale="none"), NO_SCALE),
-            (wrong(scale="model"), WRONG_SCALE),
-            (wrong(mask="top left"), MASK_HIDES_CACHE),
-            (wrong(mask="none"), NO_MASK),
-            (wrong(heads="transposed"), TRANSPOSED_HEADS),
-            (wrong(output_projection=False), NO_OUTPUT_PROJECTION),
-            (wrong(softmax_dim=-2), WRONG_SOFTMAX_AXIS),
+            (wrong("pre_norm"), POST_NORM),
+            (wrong("norm_before_add"), NORM_BEFORE_ADD),
+            (wrong("no_residual"), NO_RESIDUAL),
+            (wrong("no_causal"), NO_CAUSAL),
+            (wrong("causal_cross"), CAUSAL_CROSS),
+            (wrong("no_padding"), NO_PADDING),
+            (wrong("padding_on_target"), PADDING_ON_TARGET),
+            (wrong("ffn_first"), FFN_BEFORE_CROSS),
+            (wrong("cross_from_input"), CROSS_FROM_INPUT),
+            (wrong("keys_from_target"), KEYS_FROM_TARGET),
+            (wrong("scale_d"), SCALE_D),
+            (wrong("no_relu"), NO_RELU),
         ],
-        trials=6,
-        output_names=("output", "keys", "values"),
-        seed=seed,
+        atol=1e-4,
+        seed=start,
     )
