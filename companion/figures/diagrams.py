@@ -459,62 +459,65 @@ def draw_self_attention(n: int = 4) -> Figure:
 
 
 def _stack(ax: Axes, x: float, title: str, sublayers: list[tuple[str, str]]) -> list[Box]:
-    """One Transformer block: a frame of sublayers, bottom to top; returns the sublayers."""
+    """One post-norm Transformer block: a frame of sublayers, bottom to top, each sublayer
+    followed by its "add & norm", into which a residual arrow carries the sublayer's input;
+    returns the boxes."""
     height = 0.75 * len(sublayers) + 0.3
     ax.add_patch(
         FancyBboxPatch(
-            (x - 1.4, 1.0),
-            2.8,
+            (x - 1.5, 1.0),
+            3.0,
             height,
             boxstyle="round,pad=0.08",
             facecolor="#f7f7f7",
             edgecolor="#333333",
         )
     )
-    ax.text(x, 1.0 + height + 0.2, title, ha="center", fontsize=10)
+    ax.text(x + 0.3, 1.0 + height + 0.2, title, ha="left", fontsize=10)  # beside the arrow out
     boxes: list[Box] = []
     for i, (text, kind) in enumerate(sublayers):
-        current = _box(ax, x, 1.5 + 0.75 * i, text, kind, width=2.4, height=0.5, fontsize=9)
-        _arrow(ax, boxes[-1].top if boxes else (x, 0.6), current.bottom)
+        current = _box(ax, x + 0.2, 1.5 + 0.75 * i, text, kind, width=2.4, height=0.5, fontsize=9)
+        _arrow(ax, boxes[-1].top if boxes else (x + 0.2, 0.6), current.bottom)
+        if text == "add & norm":  # the residual: the sublayer's input, around the sublayer
+            below = current.y - 1.5 + 0.375  # where the arrow into the sublayer starts
+            ax.plot([x + 0.2, x - 1.3, x - 1.3], [below, below, current.y], color=COLORS["key"])
+            _arrow(ax, (x - 1.3, current.y), current.left, color=COLORS["key"])
         boxes.append(current)
     return boxes
 
 
 def draw_transformer() -> Figure:
     """The encoder-decoder Transformer (sec-transformer): N encoder blocks; N decoder blocks,
-    each with masked self-attention, cross-attention on the encoder's output, and an FFN."""
-    fig, ax = _canvas(10, 7.2, (7.5, 5.4))
+    each with masked self-attention, cross-attention on the encoder's output, and an FFN; every
+    sublayer in a residual connection (blue) and a layer norm."""
+    fig, ax = _canvas(10.4, 7.6, (7.8, 5.7))
+    add_norm = ("add & norm", "plain")
     encoder = _stack(
         ax,
-        2.5,
+        2.3,
         "encoder block (× N)",
-        [
-            ("self-attention", "weight"),
-            ("add & norm", "plain"),
-            ("feed-forward", "layer"),
-            ("add & norm", "plain"),
-        ],
+        [("self-attention", "weight"), add_norm, ("feed-forward", "layer"), add_norm],
     )
     decoder = _stack(
         ax,
-        7.2,
+        7.5,
         "decoder block (× N)",
         [
             ("masked self-attention", "weight"),
-            ("add & norm", "plain"),
+            add_norm,
             ("cross-attention", "weight"),
-            ("add & norm", "plain"),
+            add_norm,
             ("feed-forward", "layer"),
-            ("add & norm", "plain"),
+            add_norm,
         ],
     )
     ax.text(2.5, 0.2, "source tokens + positions", ha="center", fontsize=9)
-    ax.text(7.2, 0.2, "target tokens (shifted) + positions", ha="center", fontsize=9)
+    ax.text(7.7, 0.2, "target tokens (shifted) + positions", ha="center", fontsize=9)
     _arrow(ax, encoder[-1].right, decoder[2].left, "keys, values", color=COLORS["key"])
-    linear = _box(
-        ax, 7.2, 6.8, "linear + softmax → next token", "plain", width=3.2, height=0.5, fontsize=9
-    )
-    _arrow(ax, (7.2, 6.05), linear.bottom)
+    linear = _box(ax, 7.7, 7.05, "linear + softmax", "plain", width=2.4, height=0.5, fontsize=9)
+    _arrow(ax, decoder[-1].top, linear.bottom)
+    ax.text(9.05, 7.05, "→ next token", va="center", fontsize=9)
+    ax.text(0.62, 1.9, "residual", ha="right", fontsize=8, color=COLORS["key"])
     return fig
 
 
@@ -542,33 +545,41 @@ def draw_norm_placement() -> Figure:
 
 
 def draw_kv_cache(num_steps: int = 4) -> Figure:
-    """The KV cache across decoding steps (sec-transformer): at each step only the new
-    token's key and value are computed; the earlier ones are read from the cache.
+    """The KV cache across decoding steps (sec-language-models, sec-kv-cache): at each step only
+    the new token's key and value are computed; the earlier ones are read from the cache.
     ``num_steps`` is a positive integer."""
     check_integer("num_steps", num_steps)
-    fig, ax = _canvas(num_steps + 4.5, num_steps + 1.4, (7, 4.2))
+    return _draw_caches(num_steps, 0)
+
+
+def draw_decoder_caches(num_steps: int = 4, source_steps: int = 3) -> Figure:
+    """The two caches of an encoder-decoder's decoder layer (sec-kv-cache): the self-attention
+    cache of :func:`draw_kv_cache`, and on the right the cross-attention cache, the encoder
+    outputs' keys and values, computed at step 1 and only read after that. ``num_steps`` and
+    ``source_steps`` are positive integers."""
+    check_integer("num_steps", num_steps)
+    check_integer("source_steps", source_steps)
+    return _draw_caches(num_steps, source_steps)
+
+
+def _draw_caches(num_steps: int, source_steps: int) -> Figure:
+    """:func:`draw_kv_cache`, with ``source_steps`` > 0 a cross-attention cache beside it."""
+    cross_x = 1.6 + num_steps + 1.9  # where the cross-attention cache starts
+    width = cross_x + source_steps + 0.3 if source_steps else num_steps + 4.5
+    fig, ax = _canvas(width, num_steps + 2.0, (7 + 0.8 * source_steps, 4.4))
+    light = {"key": "#c9d7f5", "value": "#cfe8d3"}
+
+    def cell(x: float, y: float, text: str, kind: str, computed: bool) -> None:
+        color = COLORS[kind] if computed else light[kind]
+        ax.add_patch(Rectangle((x, y + 0.1), 0.9, 0.7, facecolor=color, edgecolor="#333333"))
+        ax.text(x + 0.45, y + 0.45, text, ha="center", va="center", fontsize=7)
+
     for step in range(num_steps):
         y = num_steps - step
         ax.text(0.1, y + 0.45, f"step {step + 1}", fontsize=9, va="center")
         for position in range(step + 1):
-            new = position == step
-            ax.add_patch(
-                Rectangle(
-                    (1.6 + position, y + 0.1),
-                    0.9,
-                    0.7,
-                    facecolor=COLORS["key"] if new else "#c9d7f5",
-                    edgecolor="#333333",
-                )
-            )
-            ax.text(
-                1.6 + position + 0.45,
-                y + 0.45,
-                f"$k_{position + 1}, v_{position + 1}$",
-                ha="center",
-                va="center",
-                fontsize=7,
-            )
+            label = f"$k_{position + 1}, v_{position + 1}$"
+            cell(1.6 + position, y, label, "key", position == step)
         ax.text(
             2.7 + step,
             y + 0.45,
@@ -577,10 +588,42 @@ def draw_kv_cache(num_steps: int = 4) -> Figure:
             va="center",
             color=COLORS["query"],
         )
-    ax.add_patch(Rectangle((1.6, 0.2), 0.5, 0.3, facecolor="#c9d7f5", edgecolor="#333333"))
+        for j in range(source_steps):
+            cell(cross_x + j, y, f"$k'_{j + 1}, v'_{j + 1}$", "value", step == 0)
+    top = num_steps + 1.1
+    if source_steps:
+        ax.text(1.6, top, "self-attention cache: grows", fontsize=9, va="center")
+        ax.text(cross_x, top, "cross-attention cache: static", fontsize=9, va="center")
+    ax.add_patch(Rectangle((1.6, 0.2), 0.5, 0.3, facecolor=light["key"], edgecolor="#333333"))
     ax.text(2.2, 0.35, "read from the cache", fontsize=8, va="center")
     ax.add_patch(Rectangle((4.6, 0.2), 0.5, 0.3, facecolor=COLORS["key"], edgecolor="#333333"))
     ax.text(5.2, 0.35, "computed at this step", fontsize=8, va="center")
+    return fig
+
+
+def draw_prefill_decode(prompt: int = 4, new: int = 3) -> Figure:
+    """Prefill and decode (sec-kv-cache) on the causal score matrix of one head: a query (row)
+    against the keys (columns) up to its own position. Prefill runs the ``prompt`` rows in one
+    pass and fills the cache; decode then adds one row per step, its query against every key
+    cached so far. ``prompt`` and ``new`` are positive integers."""
+    check_integer("prompt", prompt)
+    check_integer("new", new)
+    n = prompt + new
+    fig, ax = _canvas(n + 6.2, n + 1.8, (7.2, 4.8))
+    for row in range(n):
+        y = n - row  # the first position on top
+        decoding = row >= prompt
+        for column in range(row + 1):
+            color = COLORS["state"] if decoding else COLORS["weight"]
+            ax.add_patch(Rectangle((1.2 + column, y), 0.95, 0.95, facecolor=color, alpha=0.8))
+        ax.text(1.0, y + 0.47, f"$q_{row + 1}$", ha="right", va="center", fontsize=9)
+        if decoding:
+            ax.text(1.4 + n, y + 0.47, f"decode step {row - prompt + 1}: 1 query, {row + 1} keys",
+                    va="center", fontsize=8)  # fmt: skip
+    for column in range(n):
+        ax.text(1.67 + column, n + 1.25, f"$k_{column + 1}$", ha="center", fontsize=9)
+    prefill_y = n - prompt + 1 + prompt / 2
+    ax.text(1.4 + n, prefill_y, f"prefill: {prompt} queries\nin one pass", va="center", fontsize=9)
     return fig
 
 
