@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import misuse_figures
+import misuse_library
 import misuse_text
 import misuse_training
 import pytest
@@ -618,6 +619,7 @@ MISUSES = [
 ] + misuse_text.MISUSES
 MISUSES += misuse_training.MISUSES
 MISUSES += misuse_figures.MISUSES
+MISUSES += misuse_library.MISUSES
 
 
 @pytest.mark.parametrize(
