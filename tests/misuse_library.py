@@ -10,15 +10,47 @@ where the argument is received, before anything is computed with it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import torch
 
+import companion as C
+from companion.generation.decoding import beam_search, decode, greedy_decode
+from companion.generation.sampling import generate_tokens, sample_next, top_k_filter
 from companion.layers.losses import sequence_loss
 from companion.modes import eval_mode
 
+VOCAB = 11
 LOGITS = torch.randn(2, 3, 5, generator=torch.Generator().manual_seed(0))  # (batch, steps, vocab)
 LABELS = torch.tensor([[1, 2, 0], [3, 0, 0]])  # 0 is padding
+
+
+def ids(*shape: int) -> torch.Tensor:
+    return torch.randint(0, VOCAB, shape, generator=torch.Generator().manual_seed(0))
+
+
+@functools.cache
+def transformer() -> C.EncoderDecoder:
+    torch.manual_seed(0)
+    encoder = C.TransformerEncoder(VOCAB, 8, 16, 2, 2, 0.0)
+    return C.EncoderDecoder(encoder, C.TransformerDecoder(VOCAB, 8, 16, 2, 2, 0.0)).eval()
+
+
+@functools.cache
+def gpt() -> C.GPT:
+    torch.manual_seed(0)
+    return C.GPT(VOCAB, 8, 16, 2, 2, max_len=10).eval()
+
+
+def decoding(
+    search: Callable[..., object], *args: object, **options: object
+) -> Callable[[], object]:
+    """``search(transformer(), src, None, bos=1, eos=2, num_steps=4, *args, **options)``, with
+    the keyword ``src`` or ``src_valid_len`` in ``options`` replacing those arguments."""
+    src = options.pop("src", ids(2, 3))
+    src_valid_len = options.pop("src_valid_len", None)
+    return lambda: search(transformer(), src, src_valid_len, 1, 2, 4, *args, **options)
 
 
 MISUSES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
@@ -78,5 +110,122 @@ MISUSES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
         lambda: eval_mode(5),
         TypeError,
         r"model must be a torch.nn.Module; got 5 \(int\)",
+    ),
+    # decoding an encoder-decoder
+    (
+        "decode(..., strategy='sample')",
+        decoding(decode, strategy="sample"),
+        ValueError,
+        r"unknown decoding strategy 'sample'; expected 'greedy' or 'beam'",
+    ),
+    (
+        "decode(..., beam_size=0), greedy or not",
+        decoding(decode, beam_size=0),
+        ValueError,
+        r"beam_size must be a positive integer; got 0",
+    ),
+    (
+        "decode(..., length_penalty=0.6) with greedy decoding, which has no beams to rank",
+        decoding(decode, length_penalty=0.6),
+        ValueError,
+        r"length_penalty=0.6 ranks the beams of beam search; greedy decoding has none",
+    ),
+    (
+        "decode(..., strategy='beam', length_penalty='0.6')",
+        decoding(decode, strategy="beam", length_penalty="0.6"),
+        ValueError,
+        r"length_penalty must be a number >= 0; got '0.6'",
+    ),
+    (
+        "beam_search(..., length_penalty=inf)",
+        decoding(beam_search, 2, length_penalty=float("inf")),
+        ValueError,
+        r"length_penalty must be a number >= 0; got inf",
+    ),
+    (
+        "greedy_decode(..., save_attention_weights='no'): a str is true",
+        decoding(greedy_decode, save_attention_weights="no"),
+        TypeError,
+        r"save_attention_weights must be True or False; got the str 'no'",
+    ),
+    (
+        "greedy_decode of a model that is not an encoder-decoder",
+        lambda: greedy_decode(torch.nn.Linear(2, 2), ids(2, 3), None, 1, 2, 4),
+        TypeError,
+        r"model must have an encoder and a decoder, as d2l's EncoderDecoder has; got a Linear",
+    ),
+    (
+        "greedy_decode of something not a model",
+        lambda: greedy_decode(None, ids(2, 3), None, 1, 2, 4),
+        TypeError,
+        r"model must be an encoder-decoder torch.nn.Module; got None \(NoneType\)",
+    ),
+    (
+        "greedy_decode of an empty source",
+        decoding(greedy_decode, src=ids(2, 0)),
+        ValueError,
+        r"src must hold at least one step; got shape \(2, 0\)",
+    ),
+    (
+        "src_valid_len longer than the source",
+        decoding(greedy_decode, src_valid_len=torch.tensor([3, 5])),
+        ValueError,
+        r"src_valid_len must hold lengths in \[0, 3\], the steps of src; got lengths from 3 to 5",
+    ),
+    (
+        "src_valid_len of floats",
+        decoding(beam_search, 2, src_valid_len=torch.tensor([3.0, 2.0])),
+        ValueError,
+        r"src_valid_len must hold integer lengths \(torch.long\); got torch.float32",
+    ),
+    (
+        "a negative bos_id",
+        lambda: greedy_decode(transformer(), ids(2, 3), None, -1, 2, 4),
+        ValueError,
+        r"bos_id must be an integer >= 0; got -1",
+    ),
+    # sampling
+    (
+        "sample_next given a seed where its generator is meant",
+        lambda: sample_next(torch.zeros(2, 4), generator=0),
+        TypeError,
+        r"generator must be a torch.Generator, such as torch.Generator\(\).manual_seed\(0\), or "
+        r"None; got 0 \(int\)",
+    ),
+    (
+        "sample_next of logits over no token",
+        lambda: sample_next(torch.zeros(2, 0)),
+        ValueError,
+        r"logits must hold a score for at least one token in each row; got shape \(2, 0\)",
+    ),
+    (
+        "top_k_filter of logits over no token",
+        lambda: top_k_filter(torch.zeros(2, 0), 1),
+        ValueError,
+        r"logits must hold a score for at least one token in each row",
+    ),
+    (
+        "generate_tokens(..., max_new_tokens=-1): would return the prompt",
+        lambda: generate_tokens(gpt(), ids(1, 2), -1, None),
+        ValueError,
+        r"max_new_tokens must be a positive integer; got -1",
+    ),
+    (
+        "generate_tokens(..., top_k=0)",
+        lambda: generate_tokens(gpt(), ids(1, 2), 2, None, top_k=0),
+        ValueError,
+        r"top_k must be an integer >= 1; got 0",
+    ),
+    (
+        "generate_tokens of something not a model",
+        lambda: generate_tokens("gpt", ids(1, 2), 2, None),
+        TypeError,
+        r"model must be a torch.nn.Module, a decoder-only language model; got the str 'gpt'",
+    ),
+    (
+        "GPT.generate given a seed where its generator is meant",
+        lambda: gpt().generate(ids(1, 2), 2, generator=0),
+        TypeError,
+        r"generator must be a torch.Generator",
     ),
 ]

@@ -36,7 +36,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from companion._validate import check_positive, check_token_ids
+from companion._validate import (
+    check_integer,
+    check_number,
+    check_positive,
+    check_steps,
+    check_token_ids,
+    check_type,
+    values_checked,
+)
 from companion.layers.attention import record_attention
 from companion.modes import eval_mode
 
@@ -120,16 +128,24 @@ def _check_decode_args(
     src: torch.Tensor,
     src_valid_len: torch.Tensor | None,
     num_steps: int,
+    save_attention_weights: bool,
     **ids: int,
 ) -> torch.Tensor:
     """The arguments of a decoding, checked before the encoder runs; returns ``src`` as
     ``torch.long`` token ids (any integer dtype, or a numpy array, goes)."""
+    check_type("model", model, nn.Module, "an encoder-decoder torch.nn.Module")
+    if not (hasattr(model, "encoder") and hasattr(model, "decoder")):
+        raise TypeError(
+            "model must have an encoder and a decoder, as d2l's EncoderDecoder has; got a "
+            f"{type(model).__name__} without them"
+        )
     if type(src).__module__ == "numpy" and hasattr(src, "dtype"):
         src = torch.as_tensor(src)
     if not isinstance(src, torch.Tensor) or src.dim() != 2:
         raise ValueError(f"src must be a 2-D (batch, num_steps) tensor; got {src!r:.80}")
     encoder, decoder = _encoder_decoder(model)
     src = check_token_ids(src, _vocab_size(encoder) or torch.iinfo(torch.long).max, "src")
+    check_steps(src, "src")
     if src_valid_len is not None and (
         not isinstance(src_valid_len, torch.Tensor) or tuple(src_valid_len.shape) != (src.shape[0],)
     ):
@@ -141,14 +157,39 @@ def _check_decode_args(
         raise ValueError(
             f"src_valid_len must be a tensor of shape (batch,) = ({src.shape[0]},); got {got}"
         )
+    if src_valid_len is not None:
+        _check_source_lengths(src_valid_len, src.shape[1])
     check_positive(num_steps=num_steps)
+    check_type("save_attention_weights", save_attention_weights, bool, "True or False")
     vocab_size = _vocab_size(decoder)
     for name, token in ids.items():
-        if isinstance(token, bool) or not isinstance(token, int) or token < 0:
-            raise ValueError(f"{name} must be a token id (an int >= 0); got {token!r}")
+        token = check_integer(name, token, minimum=0)  # a token id
         if vocab_size is not None and token >= vocab_size:
             raise ValueError(f"{name} {token} is outside the vocabulary [0, {vocab_size})")
     return src
+
+
+def _check_source_lengths(src_valid_len: torch.Tensor, num_steps: int) -> None:
+    """``src_valid_len`` must hold integer lengths in ``[0, num_steps]``, the steps of ``src``
+    (read on the CPU only; see :mod:`companion._validate`)."""
+    dtype = src_valid_len.dtype
+    if dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
+        raise ValueError(f"src_valid_len must hold integer lengths (torch.long); got {dtype}")
+    if src_valid_len.numel() and values_checked(src_valid_len):
+        low, high = int(src_valid_len.min()), int(src_valid_len.max())
+        if low < 0 or high > num_steps:
+            raise ValueError(
+                f"src_valid_len must hold lengths in [0, {num_steps}], the steps of src; got "
+                f"lengths from {low} to {high}"
+            )
+
+
+def _check_beam_options(beam_size: int, length_penalty: float) -> tuple[int, float]:
+    """Beam search's options: ``beam_size`` a positive integer, ``length_penalty`` a finite
+    number ``>= 0``; returned as an ``int`` and a ``float``."""
+    beam_size = check_integer("beam_size", beam_size)
+    length_penalty = check_number("length_penalty", length_penalty, at_least=0)
+    return beam_size, length_penalty
 
 
 def _vocab_size(decoder: nn.Module) -> int | None:
@@ -234,7 +275,9 @@ def greedy_decode(
     Decodes at most ``num_steps`` tokens per example, stops an example at its ``<eos>`` and
     the batch when all have stopped. See :class:`Decoded` for what comes back.
     """
-    src = _check_decode_args(model, src, src_valid_len, num_steps, bos_id=bos_id, eos_id=eos_id)
+    src = _check_decode_args(
+        model, src, src_valid_len, num_steps, save_attention_weights, bos_id=bos_id, eos_id=eos_id
+    )
     if not len(src):
         return Decoded([], [])  # no rows, nothing to decode
     bos = torch.full((src.shape[0],), bos_id, dtype=torch.long, device=src.device)
@@ -265,12 +308,11 @@ def beam_search(
     attention weights of the best sequences come from decoding them once more, so they have
     the layout that :func:`greedy_decode` gives. Arguments as :func:`greedy_decode`.
     """
-    src = _check_decode_args(model, src, src_valid_len, num_steps, bos_id=bos_id, eos_id=eos_id)
+    src = _check_decode_args(
+        model, src, src_valid_len, num_steps, save_attention_weights, bos_id=bos_id, eos_id=eos_id
+    )
     encoder, decoder = _encoder_decoder(model)
-    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(f"beam_size must be a positive integer; got {beam_size!r}")
-    if not length_penalty >= 0:
-        raise ValueError(f"length_penalty must be >= 0; got {length_penalty}")
+    beam_size, length_penalty = _check_beam_options(beam_size, length_penalty)
     if not len(src):
         return Decoded([], [])  # no rows, nothing to decode
     batch_size, K, device = src.shape[0], beam_size, src.device
@@ -331,7 +373,19 @@ def decode(
     length_penalty: float = 0.0,
     save_attention_weights: bool = False,
 ) -> Decoded:
-    """:func:`greedy_decode` (``strategy="greedy"``) or :func:`beam_search` (``"beam"``)."""
+    """:func:`greedy_decode` (``strategy="greedy"``) or :func:`beam_search` (``"beam"``).
+
+    ``beam_size`` (a positive integer) and ``length_penalty`` (a finite number ``>= 0``) are
+    beam search's; greedy decoding ignores ``beam_size`` and takes no ``length_penalty`` but 0.
+    """
+    if not isinstance(strategy, str) or strategy not in ("greedy", "beam"):
+        raise ValueError(f"unknown decoding strategy {strategy!r}; expected 'greedy' or 'beam'")
+    beam_size, length_penalty = _check_beam_options(beam_size, length_penalty)
+    if strategy == "greedy" and length_penalty != 0:
+        raise ValueError(
+            f"length_penalty={length_penalty} ranks the beams of beam search; greedy decoding "
+            "has none: pass strategy='beam', or leave length_penalty at 0"
+        )
     if strategy == "greedy":
         return greedy_decode(
             model,
@@ -342,16 +396,14 @@ def decode(
             num_steps,
             save_attention_weights=save_attention_weights,
         )
-    if strategy == "beam":
-        return beam_search(
-            model,
-            src,
-            src_valid_len,
-            bos_id,
-            eos_id,
-            num_steps,
-            beam_size,
-            length_penalty=length_penalty,
-            save_attention_weights=save_attention_weights,
-        )
-    raise ValueError(f"unknown decoding strategy {strategy!r}; expected 'greedy' or 'beam'")
+    return beam_search(
+        model,
+        src,
+        src_valid_len,
+        bos_id,
+        eos_id,
+        num_steps,
+        beam_size,
+        length_penalty=length_penalty,
+        save_attention_weights=save_attention_weights,
+    )

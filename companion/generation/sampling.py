@@ -31,7 +31,7 @@ import math
 import torch
 from torch import nn
 
-from companion._validate import values_checked
+from companion._validate import check_integer, check_type, values_checked
 from companion.modes import eval_mode
 
 
@@ -41,6 +41,11 @@ def _check_logits(logits: torch.Tensor) -> None:
         raise ValueError(f"logits must be a 2-D tensor (batch, vocab); got {shape}")
     if not logits.dtype.is_floating_point:
         raise ValueError(f"logits must be floating point; got {logits.dtype}")
+    if logits.shape[-1] < 1:
+        raise ValueError(
+            f"logits must hold a score for at least one token in each row; got shape "
+            f"{tuple(logits.shape)}"
+        )
 
 
 def _check_finite(logits: torch.Tensor) -> None:
@@ -72,6 +77,31 @@ def _check_top_k(k: int) -> None:
 def _check_top_p(p: float) -> None:
     if isinstance(p, bool) or not isinstance(p, int | float) or not (0 < p <= 1):
         raise ValueError(f"top_p must be a number in (0, 1]; got {p!r}")
+
+
+def _check_generator(generator: torch.Generator | None) -> None:
+    check_type(
+        "generator",
+        generator,
+        (torch.Generator, type(None)),
+        "a torch.Generator, such as torch.Generator().manual_seed(0), or None",
+    )
+
+
+def _check_generate_arguments(
+    model: nn.Module,
+    max_new_tokens: int,
+    temperature: float,
+    top_k: int | None,
+    top_p: float | None,
+    generator: torch.Generator | None,
+) -> None:
+    """The arguments of :func:`generate_tokens` but the prompt and the caches, which the model
+    checks at its first step."""
+    check_type("model", model, nn.Module, "a torch.nn.Module, a decoder-only language model")
+    check_integer("max_new_tokens", max_new_tokens)
+    check_sampling_arguments(temperature, top_k, top_p)
+    _check_generator(generator)
 
 
 def check_sampling_arguments(
@@ -140,6 +170,7 @@ def sample_next(
     """
     _check_logits(logits)
     check_sampling_arguments(temperature, top_k, top_p)
+    _check_generator(generator)
     _check_finite(logits)
     if temperature == 0:
         return logits.argmax(dim=-1)  # (batch,); the argmax survives any filter
@@ -169,10 +200,11 @@ def generate_tokens(
     :class:`~companion.models.decoder.GPT` and :class:`~companion.models.decoder.DecoderLM`, which
     check the arguments first. ``model(inputs, caches)`` returns ``(batch, steps, vocab_size)``
     logits; each step samples the next token from the last row with :func:`sample_next` and appends
-    it. With ``caches`` (empty ones, from the model's ``new_caches()``) every step after the first
-    feeds only the newest token; with ``None``, the whole sequence so far. Returns ``(batch, steps
-    + max_new_tokens)``; the model runs in eval mode and is left in the mode it had, even if a
-    step raises."""
+    it, ``max_new_tokens`` (a positive integer) times. With ``caches`` (empty ones, from the model's
+    ``new_caches()``) every step after the first feeds only the newest token; with ``None``, the
+    whole sequence so far. Returns ``(batch, steps + max_new_tokens)``; the model runs in eval mode
+    and is left in the mode it had, even if a step raises."""
+    _check_generate_arguments(model, max_new_tokens, temperature, top_k, top_p, generator)
     tokens = inputs = prompt  # (batch, steps)
     with eval_mode(model):
         for _ in range(max_new_tokens):
