@@ -16,10 +16,14 @@ from collections.abc import Callable
 import torch
 
 import companion as C
+from companion.data.tasks.language import invented_sentences
+from companion.data.tasks.pretraining import bert_arrays, bert_vocab
 from companion.generation.decoding import beam_search, decode, greedy_decode
 from companion.generation.sampling import generate_tokens, sample_next, top_k_filter
 from companion.layers.losses import sequence_loss
+from companion.models.bert import mask_tokens
 from companion.modes import eval_mode
+from companion.training.pretrain import mlm_batches
 
 VOCAB = 11
 LOGITS = torch.randn(2, 3, 5, generator=torch.Generator().manual_seed(0))  # (batch, steps, vocab)
@@ -51,6 +55,22 @@ def decoding(
     src = options.pop("src", ids(2, 3))
     src_valid_len = options.pop("src_valid_len", None)
     return lambda: search(transformer(), src, src_valid_len, 1, 2, 4, *args, **options)
+
+
+@functools.cache
+def bert_data() -> tuple:
+    """The BERT vocabulary and arrays of four sentences."""
+    words = bert_vocab()
+    return words, bert_arrays(invented_sentences(4, seed=0), words, 14)
+
+
+def masking(**options: object) -> Callable[[], object]:
+    """``mask_tokens`` of two rows, with ``options`` changed."""
+    arguments: dict[str, object] = dict(
+        vocab_size=VOCAB, mask_id=3, special_ids=[1, 2], generator=torch.Generator()
+    )
+    arguments.update(options)
+    return lambda: mask_tokens(ids(2, 6), torch.tensor([6, 4]), **arguments)  # type: ignore[arg-type]
 
 
 MISUSES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
@@ -227,5 +247,55 @@ MISUSES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
         lambda: gpt().generate(ids(1, 2), 2, generator=0),
         TypeError,
         r"generator must be a torch.Generator",
+    ),
+    # BERT's masking
+    (
+        "mlm_batches(..., mask_prob=1.5): checked at the call, not at the first batch",
+        lambda: mlm_batches(bert_data()[1], bert_data()[0], 2, torch.Generator(), mask_prob=1.5),
+        ValueError,
+        r"mask_prob must be in \(0, 1\); got 1.5",
+    ),
+    (
+        "mlm_batches(..., rule=(0.8, 0.1)): checked at the call",
+        lambda: mlm_batches(bert_data()[1], bert_data()[0], 2, torch.Generator(), rule=(0.8, 0.1)),
+        ValueError,
+        r"rule must be three fractions \(mask, random, keep\) that sum to 1, such as "
+        r"\(0.8, 0.1, 0.1\); got \(0.8, 0.1\)",
+    ),
+    (
+        "mask_tokens(..., mask_prob='0.15')",
+        masking(mask_prob="0.15"),
+        ValueError,
+        r"mask_prob must be in \(0, 1\); got '0.15'",
+    ),
+    (
+        "mask_tokens(..., rule='811'): a str",
+        masking(rule="811"),
+        TypeError,
+        r"rule must be three fractions \(mask, random, keep\) that sum to 1.*; got the str '811'",
+    ),
+    (
+        "mask_tokens(..., rule=(nan, 0.1, 0.1))",
+        masking(rule=(float("nan"), 0.1, 0.1)),
+        ValueError,
+        r"rule must be three fractions .*; got \(nan, 0.1, 0.1\)",
+    ),
+    (
+        "mask_tokens given a seed where its generator is meant",
+        masking(generator=0),
+        TypeError,
+        r"generator must be a torch.Generator\(\).manual_seed\(seed\); got 0 \(int\)",
+    ),
+    (
+        "mask_tokens(..., special_ids=1): one id, not a list",
+        masking(special_ids=1),
+        TypeError,
+        r"special_ids must be a list of token ids, such as \[cls_id, sep_id\]; got 1 \(int\)",
+    ),
+    (
+        "mask_tokens(..., mask_id='3')",
+        masking(mask_id="3"),
+        ValueError,
+        r"mask_id must be an integer; got '3'",
     ),
 ]

@@ -25,6 +25,8 @@ fine-tuning on agreement stayed at chance.
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Sequence
 from typing import NamedTuple, cast
 
@@ -33,9 +35,12 @@ from torch import nn
 
 from companion._validate import (
     check_in_features,
+    check_integer,
     check_positive,
     check_same_device,
+    check_sequence,
     check_token_ids,
+    check_type,
     check_valid_lens,
     values_checked,
 )
@@ -321,22 +326,53 @@ def _check_masking_arguments(
     valid_lens: torch.Tensor,
     vocab_size: int,
     mask_id: int,
+    special_ids: Sequence[int],
+    generator: torch.Generator,
     mask_prob: float,
     rule: Sequence[float],
 ) -> torch.Tensor:
     """The arguments of :func:`mask_tokens`; returns ``tokens`` as ``torch.long``."""
+    check_integer("vocab_size", vocab_size)
     tokens = check_token_ids(tokens, vocab_size, "tokens")
     check_valid_lens(valid_lens, tokens.shape[0], tokens.shape[1], tokens.shape[1], axis="steps")
+    check_integer("mask_id", mask_id, minimum=None)
     if not 0 <= mask_id < vocab_size:
         raise ValueError(f"mask_id must be in [0, vocab_size={vocab_size}); got {mask_id}")
-    if not 0 < mask_prob < 1:
-        raise ValueError(f"mask_prob must be in (0, 1); got {mask_prob}")
-    if len(rule) != 3 or min(rule) < 0 or abs(sum(rule) - 1) > 1e-9:
+    check_sequence("special_ids", special_ids, "a list of token ids, such as [cls_id, sep_id]")
+    for i, special in enumerate(special_ids):
+        check_integer(f"special_ids[{i}]", special, minimum=0)
+    check_type("generator", generator, torch.Generator, "a torch.Generator().manual_seed(seed)")
+    if generator.device.type != "cpu":
         raise ValueError(
-            "rule must be three fractions (mask, random, keep) that sum to 1, such as "
-            f"(0.8, 0.1, 0.1); got {tuple(rule)}"
+            f"generator must be a CPU generator (the draws happen on the CPU); got "
+            f"one on {generator.device}"
         )
+    check_masking(mask_prob, rule)
     return tokens
+
+
+def check_masking(mask_prob: float, rule: Sequence[float]) -> None:
+    """:func:`mask_tokens`'s options: ``mask_prob`` a fraction in (0, 1), ``rule`` three
+    fractions (mask, random, keep) that sum to 1. Checked by :func:`mask_tokens`, and by
+    whatever passes them on to it later (:func:`companion.training.pretrain.mlm_batches`)."""
+    if _not_a_number(mask_prob) or not 0 < mask_prob < 1:
+        raise ValueError(f"mask_prob must be in (0, 1); got {mask_prob!r}")
+    wanted = "three fractions (mask, random, keep) that sum to 1, such as (0.8, 0.1, 0.1)"
+    check_sequence("rule", rule, wanted)
+    if (
+        len(rule) != 3
+        or any(_not_a_number(p) for p in rule)
+        or min(rule) < 0
+        or abs(sum(rule) - 1) > 1e-9
+    ):
+        raise ValueError(f"rule must be {wanted}; got {tuple(rule)}")
+
+
+def _not_a_number(value: object) -> bool:
+    """Whether ``value`` is anything but a finite real number: a bool, a str, a tensor, NaN ..."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return True
+    return not math.isfinite(value)
 
 
 def mask_tokens(
@@ -366,7 +402,9 @@ def mask_tokens(
     position 0, label 0 and weight 0 (d2l's padding). Every draw comes from ``generator`` (a CPU
     generator; the results move to the device of ``tokens``).
     """
-    tokens = _check_masking_arguments(tokens, valid_lens, vocab_size, mask_id, mask_prob, rule)
+    tokens = _check_masking_arguments(
+        tokens, valid_lens, vocab_size, mask_id, special_ids, generator, mask_prob, rule
+    )
     batch_size, steps = tokens.shape
     device = tokens.device
     cpu_tokens, lens = tokens.cpu(), valid_lens.cpu()  # the draws happen on the CPU

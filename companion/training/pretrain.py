@@ -32,7 +32,16 @@ from companion.data.tasks.pretraining import (
     BERTArrays,
 )
 from companion.data.text import Vocab, batches
-from companion.models.bert import CLS, MASK, SEP, BERTClassifier, BERTModel, mask_tokens, mlm_loss
+from companion.models.bert import (
+    CLS,
+    MASK,
+    SEP,
+    BERTClassifier,
+    BERTModel,
+    check_masking,
+    mask_tokens,
+    mlm_loss,
+)
 from companion.modes import eval_mode
 from companion.training.train import Batch, fit
 
@@ -78,11 +87,13 @@ def mlm_batches(
     weights)``: sentences of similar length together, the batches in random order, each batch
     masked with a fresh draw from ``generator`` (a ``torch.Generator``). ``arrays`` are
     :class:`BERTArrays`, ``vocab`` their :class:`Vocab`, ``batch_size`` a positive integer;
-    :func:`companion.models.bert.mask_tokens` checks ``mask_prob`` and ``rule``."""
+    ``mask_prob`` and ``rule`` are :func:`companion.models.bert.mask_tokens`'s, checked here,
+    before the first batch."""
     check_type("arrays", arrays, BERTArrays, "BERTArrays, as bert_arrays makes them")
     check_type("vocab", vocab, Vocab, "a Vocab, such as bert_vocab()")
     batch_size = check_integer("batch_size", batch_size)
     check_type("generator", generator, torch.Generator, "a torch.Generator().manual_seed(seed)")
+    check_masking(mask_prob, rule)
     return _mlm_batches(arrays, vocab, batch_size, generator, mask_prob, rule)
 
 
