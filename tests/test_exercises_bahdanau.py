@@ -215,6 +215,57 @@ def test_luong_step_refuses_companions_attention(capsys):
     assert "hint: the answer calls companion's attention" in capsys.readouterr().out
 
 
+def luong_with_torch(parts, tokens, enc_outputs, hidden_state, valid_lens, *, ops=False):
+    """The right numbers through torch's fused attention: the query scaled up by sqrt(d) so
+    that its 1/sqrt(d) cancels, the mask as attn_mask. Against the rule as well."""
+    import torch.nn.functional as F
+
+    output, new_state = parts.rnn(parts.embedding(tokens)[None], hidden_state)
+    query = (output[0] @ parts.W_a)[:, None] * enc_outputs.shape[-1] ** 0.5
+    keep = (torch.arange(enc_outputs.shape[1]) < valid_lens[:, None])[:, None]  # (b, 1, T)
+    fused = torch.ops.aten.scaled_dot_product_attention if ops else F.scaled_dot_product_attention
+    context = fused(query, enc_outputs, enc_outputs, attn_mask=keep)[:, 0]
+    attended = torch.tanh(torch.cat((context, output[0]), dim=-1) @ parts.W_c)
+    return parts.dense(attended), new_state
+
+
+@pytest.mark.parametrize("ops", [False, True], ids=["F", "torch.ops.aten"])
+def test_luong_step_refuses_torchs_fused_attention(ops, capsys):
+    from companion.exercises.bahdanau import _luong_inputs, _luong_step
+
+    def answer(*inputs):
+        return luong_with_torch(*inputs, ops=ops)
+
+    inputs = _luong_inputs(seeded_generator(0))
+    with torch.no_grad():
+        for got, expected in zip(answer(*inputs), _luong_step(*inputs)):
+            torch.testing.assert_close(got, expected)
+    assert not check_luong_step(answer, seed=0)
+    assert "hint: the answer calls torch's fused attention" in capsys.readouterr().out
+
+
+def test_bahdanau_context_refuses_torchs_fused_attention(capsys):
+    """Additive scores cannot go through the fused kernel, but its mask and softmax can:
+    scores as a float mask over identity values give the weights."""
+    import torch.nn.functional as F
+
+    def weights_through_fused(enc_outputs, query, valid_lens, W_q, W_k, w_v):
+        keys = enc_outputs.permute(1, 0, 2)  # (batch, T, H)
+        scores = torch.tanh((query @ W_q)[:, None] + keys @ W_k) @ w_v  # (batch, T)
+        padding = torch.arange(keys.shape[1]) >= valid_lens[:, None]
+        bias = scores.masked_fill(padding, float("-inf"))[:, None]  # (batch, 1, T)
+        zeros = torch.zeros(keys.shape[0], 1, 1)
+        steps = torch.eye(keys.shape[1]).expand(keys.shape[0], -1, -1)  # identity values
+        ones = torch.zeros(keys.shape[0], keys.shape[1], 1)
+        weights = F.scaled_dot_product_attention(zeros, ones, steps, attn_mask=bias)[:, 0]
+        return torch.einsum("bt,bth->bh", weights, keys)
+
+    inputs = _context_inputs(seeded_generator(0))
+    torch.testing.assert_close(weights_through_fused(*inputs), _bahdanau_context(*inputs))
+    assert not check_bahdanau_context(weights_through_fused, seed=0)
+    assert "hint: the answer calls torch's fused attention" in capsys.readouterr().out
+
+
 def test_luong_step_names_the_output_that_differs(capsys):
     cases = [
         (lambda *inputs: luong(*inputs)[0], "expected a tuple of 2 outputs, got Tensor"),

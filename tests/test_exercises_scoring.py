@@ -156,6 +156,80 @@ def test_answers_that_call_the_layer_they_build_are_refused(capsys):
     assert sys.getprofile() is None  # the rule check leaves no profiler behind
 
 
+def fused_under_another_name(queries, keys, values, valid_lens):
+    """torch's fused kernel, called through the dispatcher instead of F."""
+    keep = torch.arange(keys.shape[1]) < valid_lens[:, None, None]
+    return torch.ops.aten.scaled_dot_product_attention(queries, keys, values, attn_mask=keep)
+
+
+def fused_overload(queries, keys, values, valid_lens):
+    keep = torch.arange(keys.shape[1]) < valid_lens[:, None, None]
+    return torch.ops.aten.scaled_dot_product_attention.default(
+        queries, keys, values, attn_mask=keep
+    )
+
+
+def fused_math_backend(queries, keys, values, valid_lens):
+    """One of the kernels behind it; it takes the mask as numbers to add to the scores."""
+    keep = torch.arange(keys.shape[1]) < valid_lens[:, None, None]
+    bias = torch.zeros(keep.shape).masked_fill(~keep, float("-inf"))
+    return torch.ops.aten._scaled_dot_product_attention_math(queries, keys, values, attn_mask=bias)[
+        0
+    ]
+
+
+@pytest.mark.parametrize("answer", [fused_under_another_name, fused_overload, fused_math_backend])
+def test_fused_attention_is_refused_under_any_name(answer, capsys):
+    """The numbers are right (the dispatcher runs the same kernel), and the rule still holds."""
+    inputs = (torch.randn(2, 3, 5), torch.randn(2, 4, 5), torch.randn(2, 4, 6))
+    inputs += (torch.tensor([2, 4]),)
+    torch.testing.assert_close(answer(*inputs), attend(*inputs))
+    assert not check_scaled_dot_product(answer, seed=0)
+    assert "calls a finished attention layer" in capsys.readouterr().out
+
+
+def softmax_through_fused_attention(X, valid_lens, causal=False):
+    """The fused kernel returns its weights when the values are the identity: a masked softmax
+    that writes no mask-and-fill of its own. A row that keeps no key comes out NaN, so zero it."""
+    keep = torch.arange(X.shape[-1]) < valid_lens.reshape(X.shape[0], -1)[..., None]
+    if causal:
+        keep = keep & torch.ones(X.shape[-2:], dtype=torch.bool).tril()
+    eye = torch.eye(X.shape[-1]).expand(X.shape[0], -1, -1)
+    weights = F.scaled_dot_product_attention(X * math.sqrt(X.shape[-1]), eye, eye, attn_mask=keep)
+    return torch.nan_to_num(weights) * keep.any(dim=-1, keepdim=True)
+
+
+def softmax_through_the_dispatcher(X, valid_lens, causal=False):
+    keep = torch.arange(X.shape[-1]) < valid_lens.reshape(X.shape[0], -1)[..., None]
+    if causal:
+        keep = keep & torch.ones(X.shape[-2:], dtype=torch.bool).tril()
+    eye = torch.eye(X.shape[-1]).expand(X.shape[0], -1, -1)
+    weights = torch.ops.aten.scaled_dot_product_attention(
+        X * math.sqrt(X.shape[-1]), eye, eye, attn_mask=keep
+    )
+    return torch.nan_to_num(weights) * keep.any(dim=-1, keepdim=True)
+
+
+def torch_masked_softmax(X, valid_lens, causal=False):
+    keep = torch.arange(X.shape[-1]) < valid_lens.reshape(X.shape[0], -1)[..., None]
+    if causal:
+        keep = keep & torch.ones(X.shape[-2:], dtype=torch.bool).tril()
+    keep = keep.expand(X.shape)
+    return torch.nan_to_num(torch._masked_softmax(X, ~keep, -1, 0)) * keep.any(-1, keepdim=True)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [softmax_through_fused_attention, softmax_through_the_dispatcher, torch_masked_softmax],
+)
+def test_masked_softmax_refuses_torchs_shortcuts(answer, capsys):
+    """Each shortcut gives companion's numbers, so only the rule can turn it down."""
+    X, lens = torch.randn(2, 4, 4), torch.tensor([[0, 2, 3, 4], [1, 1, 4, 2]])
+    torch.testing.assert_close(answer(X, lens, True), masked_softmax(X, lens, causal=True))
+    assert not check_masked_softmax(answer, seed=0)
+    assert "torch's own masked softmax or fused attention" in capsys.readouterr().out
+
+
 def test_scaled_dot_product_pass(capsys):
     assert check_scaled_dot_product(attend, seed=0)
     assert capsys.readouterr().out.startswith("pass: attend matches the reference")

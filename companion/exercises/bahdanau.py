@@ -13,7 +13,8 @@ GRU layer, 11 or 30 source steps, batches of 3 and 4, beams of 4, vocabularies o
 63 tokens), so a solution that reads the chapter's variables instead of its arguments fails.
 The context and Luong's step are computed by hand: an answer that calls anything of
 ``companion.layers`` or ``companion.models`` (an attention layer, ``masked_softmax``, a
-decoder) is told so, though its numbers are right (``rules.forbidden_call``).
+decoder), or torch's fused attention under any of its names, is told so, though its numbers
+are right (``rules.forbidden_call``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,19 @@ BY_HAND = {
         "compute the scores, the mask and the softmax yourself, with torch operations"
     )
     for module in ("companion.layers", "companion.models")
+}
+# torch's fused attention too, under any of its names (rules.same_torch_function): with the
+# query scaled up by sqrt(d) it computes Luong's general score, mask and softmax in one call.
+BY_HAND |= {
+    name: (
+        "the answer calls torch's fused attention or masked softmax: compute the scores, the "
+        "mask and the softmax yourself, with torch operations"
+    )
+    for name in (
+        "torch._C._nn.scaled_dot_product_attention",
+        "torch._VariableFunctionsClass._masked_softmax",
+        "torch.nn.functional.multi_head_attention_forward",
+    )
 }
 
 

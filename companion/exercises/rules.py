@@ -6,10 +6,19 @@ calls that layer returns the right numbers without doing the exercise, so the va
 alone passes it. :func:`forbidden_call` runs the answer once under :func:`sys.setprofile` and
 names the first forbidden function it called, directly or through any helper: a name bound by
 ``from companion import ...`` is the same function, so no route around the rule is missed.
+
+torch offers one kernel under several names: ``F.scaled_dot_product_attention`` is
+``torch._C._nn.scaled_dot_product_attention``, ``torch.ops.aten.scaled_dot_product_attention``
+reaches the same operator through the dispatcher, and ``torch.ops.aten`` also exposes its
+backends (``_scaled_dot_product_attention_math``, ``_scaled_dot_product_flash_attention``,
+...). So a forbidden torch function is matched by its name, wherever torch keeps it: every
+function of torch whose name holds the forbidden name's words, in order, counts as a call of it.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import sys
 from collections.abc import Callable, Mapping
 from types import FrameType
@@ -18,7 +27,8 @@ from typing import Any
 
 def calls_made(fn: Callable[..., Any], *args: Any) -> set[str]:
     """The functions that ``fn(*args)`` calls, directly or not: ``module.qualname`` of each
-    Python function and of each builtin one (``torch._C._nn.scaled_dot_product_attention``).
+    Python function and of each builtin one (``torch._C._nn.scaled_dot_product_attention``),
+    and ``torch.ops.<namespace>.<operator>`` of each operator called through ``torch.ops``.
     An error that ``fn`` raises is ignored here; the checker reports it when it runs ``fn``."""
     seen: set[str] = set()
 
@@ -26,7 +36,14 @@ def calls_made(fn: Callable[..., Any], *args: Any) -> set[str]:
         if event == "call":
             code = frame.f_code
             qualname = getattr(code, "co_qualname", code.co_name)  # Python 3.11 and later
-            seen.add(f"{frame.f_globals.get('__name__', '?')}.{qualname}")
+            module = frame.f_globals.get("__name__", "?")
+            seen.add(f"{module}.{qualname}")
+            if module == "torch._ops" and code.co_name == "__call__":
+                # torch.ops.aten.X(...) and torch.ops.aten.X.default(...): name the operator
+                op = getattr(frame.f_locals.get("self"), "_qualified_op_name", None)
+                op = op or getattr(frame.f_locals.get("self"), "_name", None)
+                if isinstance(op, str):
+                    seen.add("torch.ops." + op.replace("::", "."))
         elif event == "c_call":
             name = getattr(arg, "__qualname__", getattr(arg, "__name__", "?"))
             seen.add(f"{getattr(arg, '__module__', None) or '?'}.{name}")
@@ -47,11 +64,46 @@ def forbidden_call(fn: Callable[..., Any], args: tuple, forbidden: Mapping[str, 
 
     ``forbidden`` maps a name to the hint to print when the answer calls it: a module
     (``companion.layers.pooling``: any function of it), a function
-    (``companion.layers.attention.DotProductAttention``: its methods too), or a builtin
-    (``torch._C._nn.scaled_dot_product_attention``).
+    (``companion.layers.attention.DotProductAttention``: its methods too), or a function of
+    torch (``torch._C._nn.scaled_dot_product_attention``: under any of torch's names for it,
+    see :func:`same_torch_function`).
     """
     seen = calls_made(fn, *args)
     for name, hint in forbidden.items():
-        if any(called == name or called.startswith(f"{name}.") for called in seen):
+        if any(
+            called == name or called.startswith(f"{name}.") or same_torch_function(called, name)
+            for called in seen
+        ):
             return hint
     return None
+
+
+@functools.cache
+def _is_module(name: str) -> bool:
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        return False
+    return True
+
+
+def _words(name: str) -> list[str]:
+    """The words of a function's own name, the last dotted part: ``_scaled_dot_product_attention``
+    gives ``["scaled", "dot", "product", "attention"]``."""
+    return [word for word in name.rsplit(".", 1)[-1].split("_") if word]
+
+
+def same_torch_function(called: str, forbidden: str) -> bool:
+    """Whether ``called`` is torch's ``forbidden`` under another name: both are functions of
+    torch, and the words of the forbidden function's name appear, in order, in the called
+    one's. So ``torch._C._nn.scaled_dot_product_attention`` is also
+    ``torch.ops.aten.scaled_dot_product_attention`` and torch's backends of it,
+    ``_scaled_dot_product_attention_math`` and ``_scaled_dot_product_flash_attention``.
+    A function of the student's own with the same name is not torch's, and stays allowed; a
+    forbidden module of torch (``torch.nn.modules.conv``) is matched by its path only."""
+    if not (forbidden.startswith("torch.") and called.startswith("torch")):
+        return False
+    if _is_module(forbidden):
+        return False
+    wanted, words = _words(forbidden), iter(_words(called))
+    return bool(wanted) and all(word in words for word in wanted)

@@ -9,8 +9,10 @@ scale, a causal mask off by one, a query with no key left uniform or NaN.
 
 Each exercise has a rule the values cannot check, and the checker enforces it
 (:mod:`companion.exercises.rules`): the masked softmax is written without companion's
-attention code, and scaled dot-product attention without ``DotProductAttention`` or PyTorch's
-fused ``scaled_dot_product_attention`` (``masked_softmax`` is allowed there).
+attention code or torch's ready-made masked softmax and fused attention (which, given the
+identity as its values, returns a masked softmax), and scaled dot-product attention without
+``DotProductAttention`` or PyTorch's fused ``scaled_dot_product_attention``, under any of
+torch's names for it (``masked_softmax`` is allowed there).
 
 The sizes (batch, queries, keys, the width ``d`` of queries and keys, the width of the values)
 are drawn afresh on every call, all different from each other, so that a swapped axis or a
@@ -69,6 +71,11 @@ CAUSAL_TRANSPOSED = "causal mask transposed: query i keeps the keys j <= i, not 
 OWN_SOFTMAX = (
     "the answer calls companion's attention code (masked_softmax or its mask): the exercise is "
     "to build the masked softmax yourself, from torch operations"
+)
+TORCH_SHORTCUT = (
+    "the answer calls torch's own masked softmax or fused attention (scaled_dot_product_attention "
+    "returns a masked softmax when its values are the identity): the exercise is to build the "
+    "masked softmax yourself, from a mask, a fill and a softmax"
 )
 OWN_ATTENTION = (
     "the answer calls a finished attention layer (DotProductAttention, or PyTorch's "
@@ -171,9 +178,13 @@ def check_masked_softmax(
     builds it from torch operations: one that calls companion's attention code fails."""
     start = first_seed(seed)
     inputs = _masked_softmax_inputs(seeded_generator(start))
-    hint = forbidden_call(
-        on_copies(student_fn), inputs, {"companion.layers.attention": OWN_SOFTMAX}
-    )
+    rules = {
+        "companion.layers.attention": OWN_SOFTMAX,
+        "torch._C._nn.scaled_dot_product_attention": TORCH_SHORTCUT,
+        "torch._VariableFunctionsClass._masked_softmax": TORCH_SHORTCUT,
+        "torch.nn.functional.multi_head_attention_forward": TORCH_SHORTCUT,
+    }
+    hint = forbidden_call(on_copies(student_fn), inputs, rules)
     if hint:
         print(f"hint: {hint}")
         return False
@@ -271,6 +282,7 @@ def check_scaled_dot_product(
         "companion.layers.attention.MultiHeadAttention": OWN_ATTENTION,
         "companion.layers.attention.fused_attention": OWN_ATTENTION,
         "torch._C._nn.scaled_dot_product_attention": OWN_ATTENTION,
+        "torch.nn.functional.multi_head_attention_forward": OWN_ATTENTION,
     }
     inputs = _dot_product_inputs(seeded_generator(start))
     hint = forbidden_call(on_copies(student_fn), inputs, finished_layers)
