@@ -30,10 +30,7 @@ def test_patchify_pass_and_it_is_patch_embedding(capsys):
     torch.testing.assert_close(patchify(X, 3) @ W.T + layer.conv.bias, layer(X))
 
 
-def test_patchify_other_correct_spellings_pass(capsys):
-    def by_unfold(X, patch_size):
-        return nn.functional.unfold(X, patch_size, stride=patch_size).transpose(1, 2)
-
+def test_patchify_another_correct_spelling_passes(capsys):
     def by_loops(X, patch_size):
         p, (h, w) = patch_size, X.shape[-2:]
         rows = [
@@ -41,9 +38,43 @@ def test_patchify_other_correct_spellings_pass(capsys):
         ]
         return torch.stack(rows, dim=1)
 
-    for fn in (by_unfold, by_loops):
-        assert check_patchify(fn, seed=0)
-        assert capsys.readouterr().out.startswith("pass")
+    assert check_patchify(by_loops, seed=0)
+    assert capsys.readouterr().out.startswith("pass")
+
+
+def test_patchify_refuses_unfold_and_convolutions_though_their_numbers_are_right(capsys):
+    def chapter_line(X, patch_size):  # the chapter's own cell
+        return nn.functional.unfold(X, kernel_size=patch_size, stride=patch_size).transpose(1, 2)
+
+    def tensor_unfold(X, p):
+        b, c = X.shape[:2]
+        P = X.unfold(2, p, p).unfold(3, p, p)  # (b, c, gh, gw, p, p)
+        return P.permute(0, 2, 3, 1, 4, 5).reshape(b, -1, c * p * p)
+
+    def by_convolution(X, p):  # an identity kernel: a convolution that copies each patch
+        c = X.shape[1]
+        eye = torch.eye(c * p * p).reshape(c * p * p, c, p, p)
+        return nn.functional.conv2d(X, eye, stride=p).flatten(2).transpose(1, 2)
+
+    def by_conv_module(X, p):
+        c = X.shape[1]
+        conv = nn.Conv2d(c, c * p * p, p, stride=p, bias=False)
+        with torch.no_grad():
+            conv.weight.copy_(torch.eye(c * p * p).reshape(c * p * p, c, p, p))
+            return conv(X).flatten(2).transpose(1, 2)
+
+    cases = [
+        (chapter_line, "unfold"),
+        (tensor_unfold, "unfold"),
+        (by_convolution, "convolution"),
+        (by_conv_module, "convolution"),
+    ]
+    for fn, words in cases:
+        torch.testing.assert_close(fn(torch.ones(1, 2, 4, 6).cumsum(-1), 2),
+                                   patchify(torch.ones(1, 2, 4, 6).cumsum(-1), 2))  # fmt: skip
+        assert not check_patchify(fn, seed=1)
+        out = capsys.readouterr().out
+        assert out.startswith("hint: ") and words in out, (fn.__name__, out)
 
 
 def test_patchify_hints(capsys):

@@ -18,7 +18,7 @@ from companion.exercises.lm import (
     check_prenorm_block,
     check_top_p_filter,
 )
-from companion.exercises.modern_decoder import check_repeat_kv, check_rope
+from companion.exercises.modern_decoder import check_llama_block, check_repeat_kv, check_rope
 from companion.exercises.multihead import (
     check_head_ablation,
     check_merge_heads,
@@ -67,6 +67,7 @@ __all__ = [
     "check_layer_norm",
     "check_length_normalized_scores",
     "check_linear_attention",
+    "check_llama_block",
     "check_luong_step",
     "check_mask_sentence",
     "check_masked_softmax",

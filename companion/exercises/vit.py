@@ -23,7 +23,8 @@ from collections.abc import Callable
 
 import torch
 
-from companion.exercises.core import Inputs, check
+from companion.exercises.core import Inputs, check, first_seed, seeded_generator
+from companion.exercises.rules import forbidden_call
 from companion.exercises.sizes import draw
 
 CHAPTER_IMAGE, CHAPTER_PATCH, CHAPTER_CHANNELS, CHAPTER_GRID, CHAPTER_HEADS = 8, 2, 1, 4, 4
@@ -45,6 +46,22 @@ TRANSPOSED_PATCH = (
     "each patch is transposed: inside a patch, read its pixels row by row (the patch's row "
     "index before its column index), as the convolution's weight (d, c, p, p) does"
 )
+UNFOLD = (
+    "the answer cuts the patches with unfold, which the chapter uses: the exercise is to cut them "
+    "with reshape and permute only"
+)
+CONVOLUTION = (
+    "the answer runs a convolution (or companion's PatchEmbedding), which computes the tokens, "
+    "not the patches: cut them with reshape and permute only"
+)
+RESHAPE_AND_PERMUTE_ONLY = {
+    "torch.nn.functional.unfold": UNFOLD,
+    "torch._C._nn.im2col": UNFOLD,
+    "?.Tensor.unfold": UNFOLD,
+    "torch.nn.modules.conv": CONVOLUTION,
+    "torch._VariableFunctionsClass.conv2d": CONVOLUTION,
+    "companion.models.vit": CONVOLUTION,
+}
 COLUMN_NOT_ROW = (
     "that is column 0, the attention the patches pay *to* <cls>; the map from <cls> to the "
     "patches is row 0 of the weights (the <cls> query), keys 1..m"
@@ -83,7 +100,15 @@ def _patchify_inputs(generator: torch.Generator) -> Inputs:
 def check_patchify(student_fn: Callable[..., torch.Tensor], *, seed: int | None = None) -> bool:
     """sec-vit: ``student_fn(X, patch_size)`` cuts images ``X`` of shape ``(batch, c, h, w)`` into
     ``m = (h/p)(w/p)`` patches, ``(batch, m, c p^2)``, row by row, each vector ordered (channel,
-    row, column): then ``patchify(X, p) @ W.reshape(d, -1).T + b`` is PatchEmbedding."""
+    row, column): then ``patchify(X, p) @ W.reshape(d, -1).T + b`` is PatchEmbedding. Only
+    ``reshape`` and ``permute`` may cut them (:data:`RESHAPE_AND_PERMUTE_ONLY`)."""
+    start = first_seed(seed)
+    hint = forbidden_call(
+        student_fn, _patchify_inputs(seeded_generator(start)), RESHAPE_AND_PERMUTE_ONLY
+    )
+    if hint:
+        print(f"hint: {hint}")
+        return False
     return check(
         student_fn,
         _patchify,
@@ -94,7 +119,7 @@ def check_patchify(student_fn: Callable[..., torch.Tensor], *, seed: int | None 
             (lambda X, p: _patchify(X, p, "channels_last"), CHANNELS_LAST),
             (lambda X, p: _patchify(X, p, "transposed"), TRANSPOSED_PATCH),
         ],
-        seed=seed,
+        seed=start,
     )
 
 
