@@ -21,6 +21,7 @@ from companion.data.tasks.pretraining import bert_arrays, bert_vocab
 from companion.generation.decoding import beam_search, decode, greedy_decode
 from companion.generation.sampling import generate_tokens, sample_next, top_k_filter
 from companion.layers.losses import sequence_loss
+from companion.layers.pooling import NWKernelRegression, leave_one_out, nadaraya_watson
 from companion.models.bert import mask_tokens
 from companion.modes import eval_mode
 from companion.training.pretrain import mlm_batches
@@ -28,6 +29,7 @@ from companion.training.pretrain import mlm_batches
 VOCAB = 11
 LOGITS = torch.randn(2, 3, 5, generator=torch.Generator().manual_seed(0))  # (batch, steps, vocab)
 LABELS = torch.tensor([[1, 2, 0], [3, 0, 0]])  # 0 is padding
+POINTS = torch.linspace(0, 1, 4), torch.linspace(0, 1, 5), torch.linspace(1, 2, 5)  # q, k, v
 
 
 def ids(*shape: int) -> torch.Tensor:
@@ -297,5 +299,49 @@ MISUSES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
         masking(mask_id="3"),
         ValueError,
         r"mask_id must be an integer; got '3'",
+    ),
+    # attention pooling
+    (
+        "nadaraya_watson(..., bandwidth='1')",
+        lambda: nadaraya_watson(*POINTS, bandwidth="1"),
+        ValueError,
+        r"bandwidth must be a number; got '1'",
+    ),
+    (
+        "nadaraya_watson with no keys: every prediction would be 0",
+        lambda: nadaraya_watson(POINTS[0], POINTS[1][:0], POINTS[2][:0]),
+        ValueError,
+        r"keys must hold at least one key: a prediction is an average of the values of the "
+        r"keys; got shape \(0,\)",
+    ),
+    (
+        "nadaraya_watson of bool tensors",
+        lambda: nadaraya_watson(*(t > 0 for t in POINTS)),
+        ValueError,
+        r"queries must hold real numbers \(integer or floating point\); got torch.bool",
+    ),
+    (
+        "nadaraya_watson of a list of queries",
+        lambda: nadaraya_watson(POINTS[0].tolist(), *POINTS[1:]),
+        TypeError,
+        r"queries must be a torch.Tensor of numbers; got \[",
+    ),
+    (
+        "NWKernelRegression(w='2'): float('2') would take it",
+        lambda: NWKernelRegression("2"),
+        ValueError,
+        r"w must be a number; got '2'",
+    ),
+    (
+        "NWKernelRegression on another device than its inputs",
+        lambda: NWKernelRegression().to("meta")(*POINTS),
+        ValueError,
+        r"queries is on cpu but the layer's weights are on meta",
+    ),
+    (
+        "leave_one_out of lists",
+        lambda: leave_one_out([1.0, 2.0], [1.0, 2.0]),
+        TypeError,
+        r"x_train must be a 1-D torch.Tensor; got \[1.0, 2.0\] \(list\)",
     ),
 ]

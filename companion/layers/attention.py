@@ -14,8 +14,8 @@ positions, a sliding window and ALiBi.
 - the *explicit* path builds the ``(queries, keys)`` weight matrix, keeps it in
   ``attention_weights`` and multiplies it with the values. It is the path to read, and the one
   that feeds heatmaps;
-- the *fused* path calls ``torch.nn.functional.scaled_dot_product_attention``, which never
-  materialises the weights in memory (sec-efficient-attention). Whether it is also faster
+- the *fused* path calls ``torch.nn.functional.scaled_dot_product_attention``, which need not
+  materialise the weights in memory (sec-efficient-attention). Whether it is also faster
   depends on the device and the sizes: on a GPU it usually is; on a CPU at the book's sizes it
   can be slower (sec-attention-scoring times both paths).
 
