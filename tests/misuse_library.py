@@ -20,6 +20,7 @@ from companion.data.tasks.language import invented_sentences
 from companion.data.tasks.pretraining import bert_arrays, bert_vocab
 from companion.generation.decoding import beam_search, decode, greedy_decode
 from companion.generation.sampling import generate_tokens, sample_next, top_k_filter
+from companion.layers.efficient import LinearAttention, RecurrentState, feature_map
 from companion.layers.losses import sequence_loss
 from companion.layers.pooling import NWKernelRegression, leave_one_out, nadaraya_watson
 from companion.models.bert import mask_tokens
@@ -30,6 +31,7 @@ VOCAB = 11
 LOGITS = torch.randn(2, 3, 5, generator=torch.Generator().manual_seed(0))  # (batch, steps, vocab)
 LABELS = torch.tensor([[1, 2, 0], [3, 0, 0]])  # 0 is padding
 POINTS = torch.linspace(0, 1, 4), torch.linspace(0, 1, 5), torch.linspace(1, 2, 5)  # q, k, v
+X8 = torch.randn(2, 3, 8, generator=torch.Generator().manual_seed(0))
 
 
 def ids(*shape: int) -> torch.Tensor:
@@ -343,5 +345,51 @@ MISUSES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
         lambda: leave_one_out([1.0, 2.0], [1.0, 2.0]),
         TypeError,
         r"x_train must be a 1-D torch.Tensor; got \[1.0, 2.0\] \(list\)",
+    ),
+    # linear attention
+    (
+        "LinearAttention(need_weights='no'): a str is true",
+        lambda: LinearAttention(need_weights="no"),
+        TypeError,
+        r"need_weights must be True or False; got the str 'no'",
+    ),
+    (
+        "LinearAttention(...)(..., causal='no')",
+        lambda: LinearAttention()(X8, X8, X8, causal="no"),
+        TypeError,
+        r"causal must be True or False; got the str 'no'",
+    ),
+    (
+        "LinearAttention.step of integer vectors",
+        lambda: LinearAttention().step(*(X8[:, 0].long(),) * 3),
+        ValueError,
+        r"query must be floating point, like the layer; got torch.int64",
+    ),
+    (
+        "LinearAttention.step of a float64 query with float32 keys",
+        lambda: LinearAttention().step(X8[:, 0].double(), X8[:, 0], X8[:, 0]),
+        ValueError,
+        r"query, key and value must have one dtype and one device; got query torch.float64",
+    ),
+    (
+        "LinearAttention.step with a tuple as its state",
+        lambda: LinearAttention().step(*(X8[:, 0],) * 3, (torch.zeros(2, 8, 8), torch.zeros(2, 8))),
+        TypeError,
+        r"state must be the RecurrentState that the last step returned, or None; got a tuple",
+    ),
+    (
+        "LinearAttention.step with a float64 state",
+        lambda: LinearAttention().step(
+            *(X8[:, 0],) * 3, RecurrentState(torch.zeros(2, 8, 8).double(), torch.zeros(2, 8))
+        ),
+        ValueError,
+        r"query, state.S and state.z must have one dtype and one device; got query "
+        r"torch.float32 on cpu, state.S torch.float64",
+    ),
+    (
+        "feature_map of a list",
+        lambda: feature_map([1.0, -1.0]),
+        TypeError,
+        r"x must be a floating-point torch.Tensor; got list",
     ),
 ]

@@ -75,6 +75,26 @@ def test_linear_form_equals_quadratic_form(kind, causal, heads, num_queries):
     torch.testing.assert_close(sums, mask.any(dim=-1).expand_as(sums).to(sums.dtype))
 
 
+@pytest.mark.parametrize(("kind", "causal"), MASKS)
+@pytest.mark.parametrize("kv_heads", [1, 2])
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_shared_key_value_heads_are_read_by_their_query_heads(kind, causal, kv_heads, need_weights):
+    """Grouped- and multi-query inputs, as the dot-product layers take them: query head i reads
+    key-value head i // (heads / kv_heads), on every path and in the recurrent form."""
+    batch, heads, n = 2, 4, 5
+    queries = randn(batch, heads, n, 4, seed=1)
+    keys, values = randn(batch, kv_heads, n, 4, seed=2), randn(batch, kv_heads, n, 3, seed=3)
+    valid_lens = lengths(kind, batch, n, n)
+    group = heads // kv_heads
+    repeated = keys.repeat_interleave(group, dim=1), values.repeat_interleave(group, dim=1)
+    layer = LinearAttention(need_weights=need_weights)
+    expected = layer(queries, *repeated, valid_lens, causal=causal)
+    got = layer(queries, keys, values, valid_lens, causal=causal)
+    torch.testing.assert_close(got, expected)
+    if causal and valid_lens is None:
+        torch.testing.assert_close(layer.recurrent(queries, keys, values), expected, **CLOSE)
+
+
 def test_without_a_mask_the_linear_path_is_the_reordered_product():
     queries, keys, values = randn(2, 6, 4, seed=1), randn(2, 8, 4, seed=2), randn(2, 8, 5, seed=3)
     phi_q, phi_k = F.elu(queries) + 1, F.elu(keys) + 1

@@ -29,7 +29,13 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from companion._validate import check_attention_inputs, describe_shapes
+from companion._validate import (
+    check_attention_inputs,
+    check_float_tensor,
+    check_type,
+    describe,
+    describe_shapes,
+)
 from companion.layers.attention import KeepsWeights, lined_up_mask
 
 
@@ -41,6 +47,7 @@ def feature_map(x: torch.Tensor) -> torch.Tensor:
     ``exp(x)`` drops below the float's resolution near -1 (``x < -17`` or so), and a query or
     key made of such features would be ignored. The clamp keeps ``exp`` finite for large ``x``.
     """
+    check_float_tensor(x, "x")
     return torch.exp(x.clamp(max=0)) + F.relu(x)
 
 
@@ -49,6 +56,28 @@ class RecurrentState(NamedTuple):
 
     S: torch.Tensor  # (batch, [heads,] d_k, d_v): sum of phi(k_j) v_j^T over j <= i
     z: torch.Tensor  # (batch, [heads,] d_k): sum of phi(k_j) over j <= i
+
+
+def _share_kv_heads(
+    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Keys and values with as many heads as the queries: each key-value head repeated for the
+    ``heads / kv_heads`` query heads that share it (grouped- and multi-query attention). 3-D
+    inputs, and 4-D ones with a head per query head, pass unchanged."""
+    if queries.dim() == 3 or keys.shape[1] == queries.shape[1]:
+        return keys, values
+    group = queries.shape[1] // keys.shape[1]  # query heads per key-value head
+    return keys.repeat_interleave(group, dim=1), values.repeat_interleave(group, dim=1)
+
+
+def _check_one_dtype_and_device(**tensors: torch.Tensor) -> None:
+    """The tensors must share one dtype and one device."""
+    if len({(t.dtype, t.device) for t in tensors.values()}) > 1:
+        *others, last = tensors
+        raise ValueError(
+            f"{', '.join(others)} and {last} must have one dtype and one device; got "
+            + ", ".join(f"{name} {t.dtype} on {t.device}" for name, t in tensors.items())
+        )
 
 
 def _divide(numerator: torch.Tensor, denominator: torch.Tensor) -> torch.Tensor:
@@ -67,7 +96,10 @@ class LinearAttention(KeepsWeights):
         V' = phi(Q) (phi(K)^T V) / (phi(Q) (phi(K)^T 1)),   phi(x) = elu(x) + 1
 
     with ``Q`` of shape ``(batch, queries, d_k)``, ``K`` of ``(batch, keys, d_k)`` and ``V`` of
-    ``(batch, keys, d_v)``; a heads axis after the batch is allowed. There is no ``1/sqrt(d)``
+    ``(batch, keys, d_v)``; a heads axis after the batch is allowed, and keys and values may then
+    have fewer heads than the queries, a number that divides theirs (grouped- and multi-query
+    attention: query head ``i`` reads key-value head ``i // (heads / kv_heads)``, as in
+    :func:`~companion.layers.attention.share_kv_heads`). There is no ``1/sqrt(d)``
     scale: the feature map replaces the exponential. There is no dropout either, since the
     linear path never forms the weights it would drop.
 
@@ -87,6 +119,7 @@ class LinearAttention(KeepsWeights):
 
     def __init__(self, *, need_weights: bool = False) -> None:
         super().__init__()
+        check_type("need_weights", need_weights, bool, "True or False")
         self.need_weights = need_weights
 
     def forward(
@@ -101,6 +134,8 @@ class LinearAttention(KeepsWeights):
         check_attention_inputs(
             queries, keys, values, valid_lens, ranks=(3, 4), same_query_key_size=True
         )
+        check_type("causal", causal, bool, "True or False")
+        keys, values = _share_kv_heads(queries, keys, values)
         if self.need_weights:  # explicit path: the n x n similarities, normalised per query
             scores_shape = (*queries.shape[:-1], keys.shape[-2])  # (batch, [heads,] n_q, n_k)
             mask = lined_up_mask(valid_lens, scores_shape, causal, queries.device)
@@ -170,6 +205,8 @@ class LinearAttention(KeepsWeights):
         does not depend on how many came before.
         """
         tensors = {"query": query, "key": key, "value": value}
+        for name, t in tensors.items():
+            check_float_tensor(t, name)
         if any(t.dim() not in (2, 3) for t in tensors.values()) or not (
             query.shape[:-1] == key.shape[:-1] == value.shape[:-1]
         ):
@@ -182,6 +219,14 @@ class LinearAttention(KeepsWeights):
                 "query and key must have the same feature size d_k; "
                 f"got {describe_shapes(**tensors)}"
             )
+        _check_one_dtype_and_device(**tensors)
+        if state is not None:
+            if not isinstance(state, RecurrentState):
+                raise TypeError(
+                    "state must be the RecurrentState that the last step returned, or None; "
+                    f"got {describe(state)}"
+                )
+            _check_one_dtype_and_device(query=query, **{"state.S": state.S, "state.z": state.z})
         phi_q, phi_k = feature_map(query), feature_map(key)  # (..., d_k)
         S_step = phi_k.unsqueeze(-1) * value.unsqueeze(-2)  # (..., d_k, d_v): phi(k) v^T
         if state is None:
@@ -208,6 +253,7 @@ class LinearAttention(KeepsWeights):
                 "the recurrent form needs one query per key (self-attention); got "
                 f"{describe_shapes(queries=queries, keys=keys)}"
             )
+        keys, values = _share_kv_heads(queries, keys, values)
         outputs, state = [], None
         for t in range(queries.shape[-2]):
             output, state = self.step(queries[..., t, :], keys[..., t, :], values[..., t, :], state)
