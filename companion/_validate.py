@@ -13,6 +13,7 @@ device.
 
 from __future__ import annotations
 
+import numbers
 import os
 
 import torch
@@ -29,9 +30,11 @@ def values_checked(X: torch.Tensor) -> bool:
 
 
 def check_dropout(dropout: float) -> float:
-    """Return ``dropout`` if it is a probability in [0, 1); raise a ``ValueError`` otherwise."""
-    if not 0 <= dropout < 1:
-        raise ValueError(f"dropout must be in [0, 1); got {dropout}")
+    """Return ``dropout`` if it is a probability in [0, 1); raise a ``ValueError`` otherwise (a
+    str or a bool too)."""
+    is_number = isinstance(dropout, numbers.Real) and not isinstance(dropout, bool)
+    if not is_number or not 0 <= dropout < 1:
+        raise ValueError(f"dropout must be in [0, 1); got {dropout!r}")
     return dropout
 
 
@@ -120,6 +123,8 @@ def check_in_features(**inputs: tuple[nn.Linear, torch.Tensor]) -> None:
     dtype goes."""
     for name, (layer, X) in inputs.items():
         check_float_tensor(X, name)
+        if X.dim() == 0:
+            raise ValueError(f"{name} must have a last axis of features; got a 0-D tensor")
         weight = layer.weight
         if isinstance(weight, UninitializedParameter):
             continue
@@ -337,8 +342,7 @@ def check_valid_lens(
 # tensor where a tuple of tensors is) is a TypeError. Each message names the argument and
 # describes what it got.
 
-import math  # noqa: E402  (these checks alone need them: kept with them)
-import numbers  # noqa: E402
+import math  # noqa: E402  (these checks alone need it: kept with them)
 from collections.abc import Sequence  # noqa: E402
 
 

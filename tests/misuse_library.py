@@ -22,6 +22,7 @@ from companion.generation.decoding import beam_search, decode, greedy_decode
 from companion.generation.sampling import generate_tokens, sample_next, top_k_filter
 from companion.layers.efficient import LinearAttention, RecurrentState, feature_map
 from companion.layers.losses import sequence_loss
+from companion.layers.norms import make_norm
 from companion.layers.pooling import NWKernelRegression, leave_one_out, nadaraya_watson
 from companion.models.bert import mask_tokens
 from companion.modes import eval_mode
@@ -391,5 +392,98 @@ MISUSES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
         lambda: feature_map([1.0, -1.0]),
         TypeError,
         r"x must be a floating-point torch.Tensor; got list",
+    ),
+    # feed-forward networks and norms
+    (
+        "PositionWiseFFN(..., num_inputs=0)",
+        lambda: C.PositionWiseFFN(16, 8, num_inputs=0),
+        ValueError,
+        r"num_inputs must be a positive integer; got 0",
+    ),
+    (
+        "a 0-D tensor to the position-wise FFN",
+        lambda: C.PositionWiseFFN(16, 8, num_inputs=8)(torch.tensor(1.0)),
+        ValueError,
+        r"X must have a last axis of features; got a 0-D tensor",
+    ),
+    (
+        "ViTMLP(..., dropout='0.1')",
+        lambda: C.ViTMLP(16, 8, "0.1"),
+        ValueError,
+        r"dropout must be in \[0, 1\); got '0.1'",
+    ),
+    (
+        "SwiGLU(..., bias='no'): a str is true",
+        lambda: C.SwiGLU(8, 16, bias="no"),
+        TypeError,
+        r"bias must be True or False; got the str 'no'",
+    ),
+    (
+        "a list of vectors to SwiGLU",
+        lambda: C.SwiGLU(8, 16)(X8.tolist()),
+        TypeError,
+        r"X must be a floating-point torch.Tensor; got list",
+    ),
+    (
+        "RMSNorm(8, eps=inf): every output 0",
+        lambda: C.RMSNorm(8, eps=float("inf")),
+        ValueError,
+        r"eps must be a number > 0 \(it keeps a zero vector finite\); got inf",
+    ),
+    (
+        "a list of vectors to RMSNorm",
+        lambda: C.RMSNorm(8)(X8.tolist()),
+        TypeError,
+        r"X must be a floating-point torch.Tensor; got list",
+    ),
+    (
+        "make_norm('layer', 0)",
+        lambda: make_norm("layer", 0),
+        ValueError,
+        r"norm_shape must be a positive integer; got 0",
+    ),
+    (
+        "make_norm('layer', '8')",
+        lambda: make_norm("layer", "8"),
+        ValueError,
+        r"norm_shape must be a positive integer or a non-empty list of them, the sizes of the "
+        r"last axes; got '8'",
+    ),
+    (
+        "make_norm('layer', 8, eps=-1)",
+        lambda: make_norm("layer", 8, eps=-1),
+        ValueError,
+        r"eps must be a number > 0 \(it keeps a zero vector finite\); got -1",
+    ),
+    # rotary positions
+    (
+        "RotaryEmbedding(8, base='10000')",
+        lambda: C.RotaryEmbedding(8, "10000"),
+        ValueError,
+        r"base must be a number > 1; got '10000'",
+    ),
+    (
+        "RotaryEmbedding(8, base=inf): every pair but the first unrotated",
+        lambda: C.RotaryEmbedding(8, float("inf")),
+        ValueError,
+        r"base must be a number > 1; got inf",
+    ),
+    (
+        "RoPE at offset 1.5: positions between tokens",
+        lambda: C.RotaryEmbedding(4)(torch.randn(1, 1, 2, 4), offset=1.5),
+        ValueError,
+        r"offset must be an integer >= 0; got 1.5",
+    ),
+    (
+        "RotaryEmbedding.angles(2.5)",
+        lambda: C.RotaryEmbedding(4).angles(2.5),
+        ValueError,
+        r"num_steps must be an integer >= 0; got 2.5",
+    ),
+    (
+        "RotaryEmbedding.angles(2, offset=-3)",
+        lambda: C.RotaryEmbedding(4).angles(2, -3),
+        ValueError,
+        r"offset must be an integer >= 0; got -3",
     ),
 ]

@@ -13,7 +13,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from companion._validate import check_dropout, check_in_features, check_like_weights, check_positive
+from companion._validate import (
+    check_dropout,
+    check_in_features,
+    check_like_weights,
+    check_positive,
+    check_type,
+)
 from companion.layers.attention import _linear
 
 
@@ -33,6 +39,8 @@ class PositionWiseFFN(nn.Module):
     ) -> None:
         super().__init__()
         check_positive(ffn_num_hiddens=ffn_num_hiddens, ffn_num_outputs=ffn_num_outputs)
+        if num_inputs is not None:
+            check_positive(num_inputs=num_inputs)
         self.dense1 = _linear(num_inputs, ffn_num_hiddens, bias=True)
         self.relu = nn.ReLU()
         self.dense2 = nn.Linear(ffn_num_hiddens, ffn_num_outputs)
@@ -64,6 +72,8 @@ class ViTMLP(nn.Module):
         super().__init__()
         check_dropout(dropout)
         check_positive(mlp_num_hiddens=mlp_num_hiddens, mlp_num_outputs=mlp_num_outputs)
+        if num_inputs is not None:
+            check_positive(num_inputs=num_inputs)
         self.dense1 = _linear(num_inputs, mlp_num_hiddens, bias=True)
         self.gelu = nn.GELU()
         self.dropout1 = nn.Dropout(dropout)
@@ -92,17 +102,18 @@ class SwiGLU(nn.Module):
     ) -> None:
         super().__init__()
         check_positive(num_hiddens=num_hiddens, ffn_num_hiddens=ffn_num_hiddens)
+        check_type("bias", bias, bool, "True or False")
         self.gate_proj = nn.Linear(num_hiddens, ffn_num_hiddens, bias=bias)  # W_gate
         self.up_proj = nn.Linear(num_hiddens, ffn_num_hiddens, bias=bias)  # W_up
         self.down_proj = nn.Linear(ffn_num_hiddens, num_hiddens, bias=bias)  # W_down
         self.dropout = nn.Dropout(check_dropout(dropout))
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
+        check_like_weights(X, self.gate_proj.weight)
         if X.dim() == 0 or X.shape[-1] != self.gate_proj.in_features:
             raise ValueError(
                 f"X must have num_hiddens={self.gate_proj.in_features} features on its last "
                 f"axis; got shape {tuple(X.shape)}"
             )
-        check_like_weights(X, self.gate_proj.weight)
         hidden = F.silu(self.gate_proj(X)) * self.up_proj(X)  # (..., ffn_num_hiddens)
         return self.dropout(self.down_proj(hidden))  # (..., num_hiddens)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from companion._validate import check_like_weights, check_positive
+from companion._validate import check_like_weights, check_number, check_positive
 
 
 class RMSNorm(nn.Module):
@@ -28,18 +28,16 @@ class RMSNorm(nn.Module):
     def __init__(self, num_hiddens: int, eps: float = 1e-6) -> None:
         super().__init__()
         check_positive(num_hiddens=num_hiddens)
-        if not eps > 0:
-            raise ValueError(f"eps must be positive (it keeps a zero vector finite); got {eps}")
-        self.eps = eps
+        self.eps = _check_eps(eps)
         self.weight = nn.Parameter(torch.ones(num_hiddens))  # g
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
+        check_like_weights(X, self.weight)
         if X.dim() == 0 or X.shape[-1] != self.weight.shape[0]:
             raise ValueError(
                 f"X must have num_hiddens={self.weight.shape[0]} features on its last axis; "
                 f"got shape {tuple(X.shape)}"
             )
-        check_like_weights(X, self.weight)
         X32 = X.float()
         mean_square = X32.pow(2).mean(dim=-1, keepdim=True)  # (..., 1)
         return self.weight * (X32 * torch.rsqrt(mean_square + self.eps)).to(X.dtype)
@@ -48,13 +46,28 @@ class RMSNorm(nn.Module):
         return f"{self.weight.shape[0]}, eps={self.eps}"
 
 
+def _check_eps(eps: float) -> float:
+    """A norm's ``eps``: a finite number > 0, returned as a ``float``."""
+    return check_number("eps", eps, above=0, note="it keeps a zero vector finite")
+
+
 def make_norm(norm: str, norm_shape: int | list[int] | torch.Size, eps: float = 1e-5) -> nn.Module:
-    """``"layer"``: :class:`torch.nn.LayerNorm`; ``"rms"``:
-    :class:`RMSNorm`."""
+    """``"layer"``: :class:`torch.nn.LayerNorm` over the last axes, ``norm_shape`` (a positive
+    integer, or a list of them); ``"rms"``: :class:`RMSNorm` over the last axis, ``norm_shape``
+    a positive integer. ``eps`` is a finite number > 0."""
+    if not isinstance(norm, str) or norm not in ("layer", "rms"):
+        raise ValueError(f"norm must be 'layer' or 'rms'; got {norm!r}")
+    _check_eps(eps)
     if norm == "rms":
         if not isinstance(norm_shape, int):
             raise ValueError(f"an RMSNorm normalizes one axis; got norm_shape={norm_shape}")
         return RMSNorm(norm_shape, eps=eps)
-    if norm != "layer":
-        raise ValueError(f"norm must be 'layer' or 'rms'; got {norm!r}")
+    sizes = [norm_shape] if isinstance(norm_shape, int) else norm_shape
+    if not isinstance(sizes, (list, tuple, torch.Size)) or not sizes:
+        raise ValueError(
+            "norm_shape must be a positive integer or a non-empty list of them, the sizes of "
+            f"the last axes; got {norm_shape!r}"
+        )
+    for size in sizes:
+        check_positive(norm_shape=size)
     return nn.LayerNorm(norm_shape, eps=eps)

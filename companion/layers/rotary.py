@@ -21,14 +21,15 @@ from typing import Literal
 import torch
 from torch import nn
 
-from companion._validate import check_like_weights, check_positive
+from companion._validate import check_integer, check_like_weights, check_number, check_positive
 
 Pairing = Literal["half", "interleaved"]
 PAIRINGS = ("half", "interleaved")
 
 
 def check_pairing(pairing: str) -> None:
-    if pairing not in PAIRINGS:
+    """``pairing`` must be one of :data:`PAIRINGS`."""
+    if not isinstance(pairing, str) or pairing not in PAIRINGS:
         raise ValueError(f"pairing must be one of {PAIRINGS}; got {pairing!r}")
 
 
@@ -54,15 +55,17 @@ class RotaryEmbedding(nn.Module):
         check_positive(head_dim=head_dim)
         if head_dim % 2:
             raise ValueError(f"head_dim must be even (RoPE rotates pairs); got {head_dim}")
-        if not base > 1:
-            raise ValueError(f"base must be greater than 1; got {base}")
+        base = check_number("base", base, above=1)
         check_pairing(pairing)
         self.head_dim, self.pairing = head_dim, pairing
         inv_freq = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
         self.register_buffer("inv_freq", inv_freq, persistent=False)  # theta_i, (head_dim / 2,)
 
     def angles(self, num_steps: int, offset: int = 0) -> torch.Tensor:
-        """``m theta_i`` for positions ``m = offset .. offset + num_steps - 1``: ``(steps, d/2)``"""
+        """``m theta_i`` for positions ``m = offset .. offset + num_steps - 1``: ``(steps, d/2)``;
+        ``num_steps`` and ``offset`` are integers >= 0."""
+        num_steps = check_integer("num_steps", num_steps, minimum=0)
+        offset = check_integer("offset", offset, minimum=0)
         positions = torch.arange(offset, offset + num_steps, device=self.inv_freq.device)
         return positions.float()[:, None] * self.inv_freq[None, :]  # (steps, head_dim / 2)
 
@@ -73,8 +76,7 @@ class RotaryEmbedding(nn.Module):
                 f"X must be 4-D (batch, heads, steps, head_dim={self.head_dim}); "
                 f"got shape {tuple(X.shape)}"
             )
-        if offset < 0:
-            raise ValueError(f"offset must be >= 0; got {offset}")
+        check_integer("offset", offset, minimum=0)
         angles = self.angles(X.shape[2], offset)
         cos, sin = angles.cos().to(X.dtype), angles.sin().to(X.dtype)  # (steps, head_dim / 2)
         if self.pairing == "half":  # pairs (i, i + d/2)
