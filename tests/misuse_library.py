@@ -18,6 +18,14 @@ import torch
 import companion as C
 from companion.data.tasks.language import invented_sentences
 from companion.data.tasks.pretraining import bert_arrays, bert_vocab
+from companion.experiments.complexity import (
+    conv1d_flops,
+    count_flops,
+    peak_memory,
+    self_attention_flops,
+    time_call,
+)
+from companion.experiments.decoding import cache_bytes, decode_cost
 from companion.generation.decoding import beam_search, decode, greedy_decode
 from companion.generation.sampling import generate_tokens, sample_next, top_k_filter
 from companion.layers.efficient import LinearAttention, RecurrentState, feature_map
@@ -485,5 +493,85 @@ MISUSES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
         lambda: C.RotaryEmbedding(4).angles(2, -3),
         ValueError,
         r"offset must be an integer >= 0; got -3",
+    ),
+    # measurements
+    (
+        "conv1d_flops('3', 2, 1): a str times an int is a longer str",
+        lambda: conv1d_flops("3", 2, 1),
+        ValueError,
+        r"n must be a positive integer; got '3'",
+    ),
+    (
+        "self_attention_flops(128, 64.0)",
+        lambda: self_attention_flops(128, 64.0),
+        ValueError,
+        r"d must be a positive integer; got 64.0",
+    ),
+    (
+        "count_flops of a result, not a function",
+        lambda: count_flops(5),
+        TypeError,
+        r"fn must be a function of no arguments, such as lambda: layer\(X\); got 5 \(int\)",
+    ),
+    (
+        "time_call(..., repeats=0): the best of no call is inf",
+        lambda: time_call(lambda: None, repeats=0),
+        ValueError,
+        r"repeats must be a positive integer; got 0",
+    ),
+    (
+        "peak_memory('linear'): a str, one name per letter",
+        lambda: peak_memory("linear"),
+        TypeError,
+        r"implementations must be a list of names from \('explicit', 'fused', 'linear'\); got "
+        r"the str 'linear'",
+    ),
+    (
+        "peak_memory with a length of 0",
+        lambda: peak_memory(["linear"], [0]),
+        ValueError,
+        r"lengths\[0\] must be a positive integer; got 0",
+    ),
+    (
+        "peak_memory of no implementation",
+        lambda: peak_memory([]),
+        ValueError,
+        r"implementations and lengths must name at least one each; got \[\]",
+    ),
+    (
+        "cache_bytes of something not caches",
+        lambda: cache_bytes(5),
+        TypeError,
+        r"caches must be KVCaches, such as model.new_caches\(\); got 5 \(int\)",
+    ),
+    (
+        "decode_cost(..., prompt_len=16): a setting it does not have",
+        lambda: decode_cost(device="cpu", prompt_len=16),
+        ValueError,
+        r"decode_cost has no setting 'prompt_len'; the settings are batch, prompt, new_tokens",
+    ),
+    (
+        "decode_cost(..., repeats=0)",
+        lambda: decode_cost(repeats=0, device="cpu"),
+        ValueError,
+        r"repeats must be a positive integer; got 0",
+    ),
+    (
+        "decode_cost with 3 key-value heads for 8 query heads",
+        lambda: decode_cost({"GQA": 3}, device="cpu"),
+        ValueError,
+        r"kinds\['GQA'\] = 3 key-value heads must divide num_heads = 8",
+    ),
+    (
+        "decode_cost with no kind",
+        lambda: decode_cost({}, device="cpu"),
+        ValueError,
+        r"kinds must name at least one kind of attention",
+    ),
+    (
+        "decode_cost(..., seed=None)",
+        lambda: decode_cost(device="cpu", seed=None),
+        ValueError,
+        r"seed must be an integer; got None",
     ),
 ]

@@ -24,21 +24,30 @@ from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
+from companion._validate import check_callable, check_integer, check_sequence
 from companion.device import get_device
 from companion.layers.attention import DotProductAttention
 from companion.layers.efficient import LinearAttention
 from companion.measure import memory_probe, run_in_fresh_process, synchronize, use_threads
 
 
+def _sizes(**sizes: int) -> list[int]:
+    """Each size a positive integer (of any integer type), returned as ``int``s in order."""
+    return [check_integer(name, size) for name, size in sizes.items()]
+
+
 def conv1d_flops(n: int, d: int, k: int, batch: int = 1) -> int:
     """A ``Conv1d(d, d, k)`` over ``n`` steps (padded to ``n`` outputs): each output step
-    takes ``k`` input vectors through a ``d x d`` matrix each, so ``2 k n d^2``."""
+    takes ``k`` input vectors through a ``d x d`` matrix each, so ``2 k n d^2``. Every size is
+    a positive integer, as in the other formulas."""
+    n, d, k, batch = _sizes(n=n, d=d, k=k, batch=batch)
     return 2 * k * n * d * d * batch
 
 
 def rnn_flops(n: int, d: int, batch: int = 1) -> int:
     """A plain ``RNN(d, d)`` over ``n`` steps: each step multiplies the input and the previous
     state by a ``d x d`` matrix, so ``2 * 2 n d^2``."""
+    n, d, batch = _sizes(n=n, d=d, batch=batch)
     return 4 * n * d * d * batch
 
 
@@ -46,6 +55,7 @@ def self_attention_flops(n: int, d: int, batch: int = 1) -> int:
     """Scaled dot-product attention of ``n`` queries over ``n`` keys and values of width ``d``:
     ``Q K^T`` and ``weights @ V`` are ``n x n x d`` products each, so ``2 * 2 n^2 d``. The
     projections that make ``Q``, ``K`` and ``V`` are not included."""
+    n, d, batch = _sizes(n=n, d=d, batch=batch)
     return 4 * n * n * d * batch
 
 
@@ -57,6 +67,7 @@ def count_flops(fn: Callable[[], object]) -> int:
     device (shapes without data, so nothing is computed): cuDNN's fused RNN kernel is
     invisible to the counter as well.
     """
+    check_callable("fn", fn, "a function of no arguments, such as lambda: layer(X)")
     with (
         torch.no_grad(),
         sdpa_kernel(SDPBackend.MATH),
@@ -70,8 +81,12 @@ def time_call(fn: Callable[[], object], repeats: int = 3, warmup: int = 1) -> fl
     """The fastest of ``repeats`` timed calls of ``fn()``, in seconds, after ``warmup`` calls.
 
     The minimum, not the mean: on a shared machine other jobs only ever add time. Waits for the
-    GPU before and after each call, since CUDA kernels run asynchronously.
+    GPU before and after each call, since CUDA kernels run asynchronously. ``repeats`` is a
+    positive integer, ``warmup`` an integer >= 0.
     """
+    check_callable("fn", fn, "a function of no arguments, such as lambda: layer(X)")
+    repeats = check_integer("repeats", repeats)
+    warmup = check_integer("warmup", warmup, minimum=0)
     device = get_device()
     with torch.no_grad():
         for _ in range(warmup):
@@ -149,10 +164,21 @@ def peak_memory(
     freed block of 64 KiB or more straight back, so that nothing from an earlier call hides
     the peak; on CUDA it is ``max_memory_allocated``. The inputs are allocated before and are
     not counted. Where it cannot be measured (macOS, MPS) the value is ``None``.
+    ``implementations`` and ``lengths`` are non-empty lists; each length, ``batch``, ``heads``
+    and ``head_size`` a positive integer.
     """
+    check_sequence("implementations", implementations, f"a list of names from {IMPLEMENTATIONS}")
+    check_sequence("lengths", lengths, "a list of sequence lengths, such as [512, 1024]")
+    if not implementations or not lengths:
+        raise ValueError(
+            f"implementations and lengths must name at least one each; got {implementations!r} "
+            f"and {lengths!r}"
+        )
     for name in implementations:
         attention_layer(name)  # a clear ValueError for an unknown name, here and not in a child
-    arguments = (list(implementations), list(lengths), batch, heads, head_size)
+    ns = [check_integer(f"lengths[{i}]", n) for i, n in enumerate(lengths)]
+    batch, heads, head_size = _sizes(batch=batch, heads=heads, head_size=head_size)
+    arguments = (list(implementations), ns, batch, heads, head_size)
     measured = run_in_fresh_process(
         "companion.experiments.complexity", "_peak_memory_worker", *arguments
     )

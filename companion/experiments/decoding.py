@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 
 import torch
 
+from companion._validate import check_device, check_integer, check_seed, check_type, describe
 from companion.device import get_device
 from companion.layers.kv_cache import KVCache
 from companion.measure import synchronize
@@ -38,8 +39,42 @@ SETTINGS = {  # a context long enough that the cache, not the weights, dominates
 
 
 def cache_bytes(caches: Iterable[KVCache]) -> int:
-    """The bytes of keys and values the caches of every layer hold."""
+    """The bytes of keys and values the caches of every layer hold: ``caches`` are a model's
+    ``new_caches()``, or another iterable of :class:`KVCache`, each written to."""
+    if not isinstance(caches, Iterable) or isinstance(caches, (str, torch.Tensor)):
+        raise TypeError(
+            f"caches must be KVCaches, such as model.new_caches(); got {describe(caches)}"
+        )
+    caches = list(caches)
+    for i, cache in enumerate(caches):
+        check_type(f"caches[{i}]", cache, KVCache, "a KVCache, such as model.new_caches() holds")
     return sum(keys.nbytes + values.nbytes for keys, values in (c.stored() for c in caches))
+
+
+def _check_settings(changes: Mapping[str, object]) -> dict[str, int]:
+    """:data:`SETTINGS` with ``changes``, each the name of one and a positive integer."""
+    unknown = sorted(set(changes) - set(SETTINGS))
+    if unknown:
+        raise ValueError(
+            f"decode_cost has no setting {', '.join(map(repr, unknown))}; the settings are "
+            f"{', '.join(SETTINGS)}"
+        )
+    return {name: check_integer(name, value) for name, value in {**SETTINGS, **changes}.items()}
+
+
+def _check_kinds(kinds: Mapping[str, int], num_heads: int) -> None:
+    """``kinds``: at least one name, each with a number of key-value heads dividing
+    ``num_heads``."""
+    check_type("kinds", kinds, Mapping, "a dict of names and key-value heads, such as KINDS")
+    if not kinds:
+        raise ValueError("kinds must name at least one kind of attention, such as {'MHA': 8}")
+    for name, kv_heads in kinds.items():
+        kv_heads = check_integer(f"kinds[{name!r}]", kv_heads)
+        if num_heads % kv_heads:
+            raise ValueError(
+                f"kinds[{name!r}] = {kv_heads} key-value heads must divide num_heads = "
+                f"{num_heads}: each serves as many query heads"
+            )
 
 
 def decode_cost(
@@ -60,9 +95,16 @@ def decode_cost(
 
     The prompt's keys and values are random, written straight into the caches: what a step
     costs depends on their shapes, not on their values, and running the prompt through the
-    model would cost more than all the steps measured."""
-    settings = {**SETTINGS, **changes}
-    device = device or get_device()
+    model would cost more than all the steps measured.
+
+    ``kinds`` maps at least one name to a number of key-value heads that divides
+    ``num_heads``; ``repeats`` and every setting are positive integers; ``changes`` name
+    settings of :data:`SETTINGS` only; ``seed`` is an integer."""
+    settings = _check_settings(changes)
+    _check_kinds(kinds, settings["num_heads"])
+    repeats = check_integer("repeats", repeats)
+    seed = check_seed(seed)
+    device = check_device(device) or get_device()
     generator = torch.Generator().manual_seed(seed)
     vocab, batch, prompt = settings["vocab_size"], settings["batch"], settings["prompt"]
     new = torch.randint(0, vocab, (batch, settings["new_tokens"]), generator=generator)
