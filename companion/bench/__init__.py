@@ -4,8 +4,10 @@
   fused vs ``torch.nn.MultiheadAttention`` (:mod:`companion.bench.attention`).
 - ``train``: seconds to reach each recipe's held-out target (:mod:`companion.bench.train`).
 - ``decode``: milliseconds per generated token with a KV cache, the block-input cache it
-  replaced, and no cache; with ``--model llama``, per new token and the cache's bytes with
-  multi-head, grouped-query and multi-query attention (:mod:`companion.bench.decode`).
+  replaced, and no cache (:mod:`companion.bench.decode`). ``decode --model llama``: the
+  milliseconds per new token and the bytes the key-value cache holds with multi-head,
+  grouped-query and multi-query attention (MHA, GQA and MQA) in a Llama-style decoder
+  (:func:`companion.experiments.decoding.decode_cost`).
 - ``tokenizer``: training time of companion's byte-level BPE on about 1 MB, and its encode
   throughput against tiktoken's with the same merges (:mod:`companion.bench.tokenizer`).
 - ``ablation``: the gap to the entropy floor of the GPT-2 block, each modern change and all of
