@@ -34,7 +34,7 @@ from companion.layers.norms import make_norm
 from companion.layers.pooling import NWKernelRegression, leave_one_out, nadaraya_watson
 from companion.models.bert import mask_tokens
 from companion.modes import eval_mode
-from companion.training.pretrain import mlm_batches
+from companion.training.pretrain import bert_model, mlm_batches, pretrain
 
 VOCAB = 11
 LOGITS = torch.randn(2, 3, 5, generator=torch.Generator().manual_seed(0))  # (batch, steps, vocab)
@@ -274,6 +274,14 @@ MISUSES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
         ValueError,
         r"rule must be three fractions \(mask, random, keep\) that sum to 1, such as "
         r"\(0.8, 0.1, 0.1\); got \(0.8, 0.1\)",
+    ),
+    (
+        "pretrain(..., mask_prob=0): checked at the call, not when fit draws the first epoch",
+        lambda: pretrain(
+            bert_model(len(bert_data()[0]), seed=0), *bert_data()[::-1], num_epochs=1, mask_prob=0
+        ),
+        ValueError,
+        r"mask_prob must be in \(0, 1\); got 0",
     ),
     (
         "mask_tokens(..., mask_prob='0.15')",

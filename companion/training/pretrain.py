@@ -89,12 +89,26 @@ def mlm_batches(
     :class:`BERTArrays`, ``vocab`` their :class:`Vocab`, ``batch_size`` a positive integer;
     ``mask_prob`` and ``rule`` are :func:`companion.models.bert.mask_tokens`'s, checked here,
     before the first batch."""
+    batch_size = _check_mlm_arguments(arrays, vocab, batch_size, generator, mask_prob, rule)
+    return _mlm_batches(arrays, vocab, batch_size, generator, mask_prob, rule)
+
+
+def _check_mlm_arguments(
+    arrays: BERTArrays,
+    vocab: Vocab,
+    batch_size: int,
+    generator: torch.Generator,
+    mask_prob: float,
+    rule: Sequence[float],
+) -> int:
+    """The arguments of :func:`mlm_batches`, which :func:`pretrain` passes on; returns
+    ``batch_size`` as an ``int``."""
     check_type("arrays", arrays, BERTArrays, "BERTArrays, as bert_arrays makes them")
     check_type("vocab", vocab, Vocab, "a Vocab, such as bert_vocab()")
     batch_size = check_integer("batch_size", batch_size)
     check_type("generator", generator, torch.Generator, "a torch.Generator().manual_seed(seed)")
     check_masking(mask_prob, rule)
-    return _mlm_batches(arrays, vocab, batch_size, generator, mask_prob, rule)
+    return batch_size
 
 
 def _mlm_batches(
@@ -157,6 +171,7 @@ def pretrain(
     history. ``options`` go to :func:`fit` (``evaluate``, ``stop_when`` ...)."""
     check_seed(seed)
     generator = torch.Generator().manual_seed(seed)
+    _check_mlm_arguments(arrays, vocab, batch_size, generator, mask_prob, rule)  # not at epoch 1
 
     def epoch() -> Iterator[Batch]:
         return mlm_batches(arrays, vocab, batch_size, generator, mask_prob=mask_prob, rule=rule)
