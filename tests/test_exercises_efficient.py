@@ -141,6 +141,33 @@ def test_linear_attention_that_breaks_the_rules_fails(capsys):
         assert out.startswith("hint: ") and hint in out, (hint, out)
 
 
+def test_linear_attention_may_broadcast_the_state(capsys):
+    """Summing phi(k_j) v_j^T by broadcasting makes an (n, d_k, d_v) tensor: O(n), within the
+    non-causal exercise's rules (the chunked one rules out a state per position)."""
+
+    def broadcast_state(queries, keys, values):
+        S = (phi(keys).unsqueeze(-1) * values.unsqueeze(-2)).sum(1)  # (batch, d_k, d_v)
+        z = phi(keys).sum(dim=1)  # (batch, d_k)
+        return (phi(queries) @ S) / (phi(queries) @ z[..., None])
+
+    assert check_linear_attention(broadcast_state, seed=0)
+    assert capsys.readouterr().out.startswith("pass: broadcast_state matches")
+
+
+def test_answers_that_call_the_checkers_references_fail(capsys):
+    from companion.exercises import efficient as module
+
+    cases = [
+        (check_linear_attention, lambda q, k, v: module._linear_attention(q, k, v)),
+        (check_linear_attention, module._linear_attention),
+        (check_chunked_linear_attention, lambda q, k, v, c: module._chunked(q, k, v, c)),
+    ]
+    for checker, answer in cases:
+        assert not checker(answer, seed=0)
+        out = capsys.readouterr().out
+        assert out.startswith("hint: ") and "calls the checker's own code" in out, out
+
+
 def test_chunked_linear_attention_passes(capsys):
     for answer in (chunked, recurrent):
         assert check_chunked_linear_attention(answer, seed=0)

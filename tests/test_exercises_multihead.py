@@ -308,6 +308,53 @@ def test_multihead_attention_that_calls_a_layer_fails(capsys):
         assert hint in out and "build the layer yourself" in out, out
 
 
+def test_multihead_attention_through_torch_ops_fails(capsys):
+    """torch's fused attention reached through the dispatcher, or one of its CPU backends, is
+    still torch's attention."""
+    ops = torch.ops.aten
+
+    def through(kernel):
+        def answer(queries, keys, values, W_q, W_k, W_v, W_o, num_heads):
+            q, k, v = (
+                split_heads(X @ W, num_heads)
+                for X, W in zip((queries, keys, values), (W_q, W_k, W_v))
+            )
+            out = kernel(q, k, v)
+            return merge_heads(out[0] if isinstance(out, tuple) else out) @ W_o
+
+        return answer
+
+    for kernel in (
+        ops.scaled_dot_product_attention,
+        ops.scaled_dot_product_attention.default,
+        ops._scaled_dot_product_flash_attention_for_cpu,
+    ):
+        answer = through(kernel)
+        inputs = _multihead_inputs(torch.Generator().manual_seed(0))
+        torch.testing.assert_close(answer(*inputs), _multihead(*inputs), atol=1e-5, rtol=0)
+        assert not check_multihead_attention(answer, seed=0)
+        out = capsys.readouterr().out
+        assert "calls torch's scaled_dot_product_attention" in out, out
+
+
+def test_answers_that_call_the_checkers_references_fail(capsys):
+    """The checker module's own references give the right numbers; calling them is not doing
+    the exercise, by any route."""
+    from companion.exercises import multihead as module
+
+    cases = [
+        (check_split_heads, lambda X, h: module._split_heads(X, h)),
+        (check_merge_heads, lambda H: module._merge_heads(H)),
+        (check_multihead_attention, lambda *inputs: module._multihead(*inputs)),
+        (check_multihead_attention, _multihead),
+        (check_head_ablation, lambda W, i, h: module._ablate(W, i, h)),
+    ]
+    for checker, answer in cases:
+        assert not checker(answer, seed=0)
+        out = capsys.readouterr().out
+        assert "calls the checker's own code" in out, out
+
+
 def test_split_and_merge_that_call_companion_fail(capsys):
     def split_by_companion(X, num_heads):
         return MultiHeadAttention(X.shape[-1], num_heads, dropout=0.0).split_heads(X)

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import random
 from collections import Counter
 
 import pytest
 
+from companion.exercises.rules import CHECKERS
 from companion.exercises.tokenization import (
     ENCODE_MISTAKES,
     TRAIN_MISTAKES,
@@ -17,6 +19,18 @@ from companion.exercises.tokenization import (
     check_train,
 )
 from companion.tokenizer import Tokenizer, merge, pretokenize, train_merges
+
+
+@pytest.fixture
+def mistakes_allowed(monkeypatch):
+    """The known mistakes are the checker module's own functions, which the rule that an answer
+    calls none of the checkers' code refuses; the tests that hand them in lift that rule."""
+    from companion.exercises import tokenization
+
+    for name in ("FORBIDDEN", "ENCODE_FORBIDDEN"):
+        rules = getattr(tokenization, name)
+        monkeypatch.setattr(tokenization, name, {k: v for k, v in rules.items() if k != CHECKERS})
+
 
 # ----------------------------------------------------------------------------- train
 
@@ -60,6 +74,7 @@ def test_train_pass(answer, capsys):
 
 
 @pytest.mark.parametrize("mistake, hint", TRAIN_MISTAKES, ids=[h[:30] for _, h in TRAIN_MISTAKES])
+@pytest.mark.usefixtures("mistakes_allowed")
 def test_train_mistakes_are_named(mistake, hint, capsys):
     assert not check_train(mistake, seed=0)
     assert capsys.readouterr().out.startswith(f"hint: {hint}; on (")
@@ -126,6 +141,56 @@ def encode_with_companion(word, merges):
     return Tokenizer(merges).encode_word(word)
 
 
+def test_answers_that_call_the_checkers_references_fail(capsys):
+    from companion.exercises import tokenization as module
+
+    cases = [
+        (check_train, lambda text, n: module._naive_train(text, n)),
+        (check_train, module._naive_train),
+        (check_encode, lambda word, merges: module._encode_reference(word, merges)),
+        (check_encode, module._encode_reference),
+    ]
+    for checker, answer in cases:
+        assert not checker(answer, seed=0)
+        out = capsys.readouterr().out
+        assert out.startswith("hint: ") and "calls the checker's own code" in out, out
+
+
+def test_the_rules_are_watched_on_a_random_input_too(capsys):
+    """An answer that does the work itself only on the tiny input still fails."""
+
+    def train_unless_tiny(text, num_merges):
+        if len(text) < 10:
+            return train_plainly(text, num_merges)
+        return train_merges(text, num_merges)
+
+    def encode_unless_tiny(word, merges):
+        if word == b" lowest":
+            return encode_in_rank_order(word, merges)
+        return encode_with_companion(word, merges)
+
+    assert not check_train(train_unless_tiny, seed=0)
+    assert "the exercise is to build the training loop" in capsys.readouterr().out
+    assert not check_encode(encode_unless_tiny, seed=0)
+    assert "the exercise is to build the encoder" in capsys.readouterr().out
+
+
+def test_encode_meets_words_of_one_byte(capsys):
+    """Every text has pre-tokens of one byte (",", "("): the checker tries some."""
+    from companion.exercises.tokenization import _encode_inputs
+
+    words = [_encode_inputs(random.Random(seed))[0] for seed in range(20)]
+    assert any(len(word) == 1 for word in words) and any(len(word) > 1 for word in words)
+
+    def fails_on_one_byte(word, merges):
+        if len(word) == 1:
+            return []
+        return encode_in_rank_order(word, merges)
+
+    assert not check_encode(fails_on_one_byte, seed=0)
+    assert "hint: " in capsys.readouterr().out
+
+
 def test_encode_pass(capsys):
     assert check_encode(encode_in_rank_order, seed=0)
     assert capsys.readouterr().out.startswith("pass: ")
@@ -137,6 +202,7 @@ def test_encode_that_calls_companion_fails(capsys):
 
 
 @pytest.mark.parametrize("mistake, hint", ENCODE_MISTAKES, ids=[h[:30] for _, h in ENCODE_MISTAKES])
+@pytest.mark.usefixtures("mistakes_allowed")
 def test_encode_mistakes_are_named(mistake, hint, capsys):
     assert not check_encode(mistake, seed=0)
     assert capsys.readouterr().out.startswith(f"hint: {hint}; on (")
@@ -168,15 +234,17 @@ def test_a_seed_repeats_the_inputs_and_another_draws_others(capsys):
     seen = []
 
     def spy(text, num_merges):
-        seen.append((text, num_merges))
+        seen[-1].append((text, num_merges))
         return train_plainly(text, num_merges)
 
     for seed in (0, 0, 1):  # without a seed, core.first_seed draws one from the OS
+        seen.append([])
         assert check_train(spy, seed=seed)
-    assert seen[:12] == seen[12:24] != seen[24:]
+    assert seen[0] == seen[1] != seen[2]
 
 
 @pytest.mark.parametrize("index", range(3))
+@pytest.mark.usefixtures("mistakes_allowed")
 def test_an_encoder_in_the_wrong_merge_order_fails_on_every_seed(index):
     """The checker picks the word that tells the order mistakes apart: on a random word they
     often agree with the right answer (measured: 5 and 2 of 100 seeds passed before)."""

@@ -10,8 +10,8 @@ watches every tensor operation (:class:`_Work`, a ``TorchDispatchMode``). An ans
 a tensor as large as the ``(n_q, n_k)`` matrix (by a matrix product, or by broadcasting and a
 sum), or whose operations produce a quadratic number of elements in all (a loop over the
 queries), fails with a hint, as does a chunked answer that keeps the state of every position.
-And since the student builds the layer, an answer that calls companion's ``LinearAttention``
-fails too (:func:`companion.exercises.rules.forbidden_call`).
+And since the student builds the layer, an answer that calls companion's ``LinearAttention``, or
+the checker's own reference, fails too (:func:`companion.exercises.rules.forbidden_call`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from companion.exercises.core import Inputs, check, first_seed, run_student, seeded_generator
-from companion.exercises.rules import forbidden_call
+from companion.exercises.rules import CHECKER_CODE, forbidden_call
 from companion.exercises.sizes import draw
 
 # The chapter's self-attention examples have 6, 8 and 9 steps of width 4.
@@ -42,7 +42,7 @@ FORBIDDEN = {
         "your function calls companion's LinearAttention; the exercise is to build it: write "
         "it with tensor operations (feature_map, matrix products, sums)"
     ),
-}
+} | CHECKER_CODE
 
 
 def _phi(x: torch.Tensor) -> torch.Tensor:
@@ -89,15 +89,23 @@ def _long_inputs(extra: tuple = ()) -> tuple:
 
 
 def _broken_rule(
-    student_fn: Callable, small: tuple, long: tuple, expected: torch.Tensor, advice: str
+    student_fn: Callable,
+    small: tuple,
+    long: tuple,
+    expected: torch.Tensor,
+    advice: str,
+    *,
+    one_state: bool = False,
 ) -> str | None:
     """The hint for the first rule the answer breaks, or None.
 
-    The rules: do not call companion's layer (watched on the ``small`` inputs); and on the
-    ``long`` ones, make no tensor as large as half the ``(n, n)`` matrix, nor one as large as
-    half the states of all ``n`` positions (``n d_k d_v`` numbers), and produce fewer elements
-    in all than the ``n^2`` scores. ``advice`` says what to do instead. An answer that raises
-    or gives wrong values is left to the value checks, which say why."""
+    The rules: do not call companion's layer or the checker's code (watched on the ``small``
+    inputs); and on the ``long`` ones, make no tensor as large as half the ``(n, n)`` matrix,
+    and produce fewer elements in all than the ``n^2`` scores. With ``one_state`` (the chunked
+    form), make no tensor as large as half the states of all ``n`` positions either (``n d_k
+    d_v`` numbers): the non-causal form may broadcast ``phi(k_j) v_j^T`` before summing it,
+    which is O(n). ``advice`` says what to do instead. An answer that raises or gives wrong
+    values is left to the value checks, which say why."""
     hint = forbidden_call(student_fn, small, FORBIDDEN)
     if hint:
         return hint
@@ -115,7 +123,7 @@ def _broken_rule(
             f"the values are right, but your function made a tensor of {work.largest:,} numbers "
             f"{size}: the (n, n) matrix or larger, O(n^2) memory. {advice}"
         )
-    if work.largest >= n * d * d // 2:
+    if one_state and work.largest >= n * d * d // 2:
         return (
             f"the values are right, but your function made a tensor of {work.largest:,} numbers "
             f"{size}, as many as the states S_1..S_n of every position ({n * d * d:,}). "
@@ -264,7 +272,7 @@ def check_chunked_linear_attention(
         "Inside a chunk, the masked (chunk, chunk) scores; across chunks, one state (S, z) "
         "of shapes (d_k, d_v) and (d_k,), read by the chunk's queries, then updated"
     )
-    hint = _broken_rule(student_fn, small, long, _chunked(*long), advice)
+    hint = _broken_rule(student_fn, small, long, _chunked(*long), advice, one_state=True)
     if hint:
         print(f"hint: {hint}")
         return False

@@ -20,8 +20,9 @@ the digit task), so a solution that reads those variables instead of its argumen
 
 Each exercise asks for code the chapter's own layer already has, so an answer that calls that
 layer (its ``split_heads`` or ``merge_heads``, or the layer itself), or PyTorch's attention
-(``scaled_dot_product_attention``, ``nn.MultiheadAttention``) where the whole layer is to be
-built, is told so, though its numbers are right.
+(``scaled_dot_product_attention`` under any of torch's names, ``nn.MultiheadAttention``) where
+the whole layer is to be built, or the checker's own reference (``_split_heads``,
+``_multihead``, ...), is told so, though its numbers are right.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import torch
 
 from companion.exercises.adapters import on_copies
 from companion.exercises.core import Inputs, check, first_seed, seeded_generator
-from companion.exercises.rules import forbidden_call
+from companion.exercises.rules import CHECKER_CODE, forbidden_call
 from companion.exercises.sizes import draw
 
 # The chapter's own sizes: batch, steps, heads and head size of its split, and its width d.
@@ -44,7 +45,7 @@ OWN_RESHAPE = {
         "the answer calls companion's multi-head attention (its split_heads or merge_heads): "
         "the exercise is to write the reshape yourself, with reshape or view and transpose"
     )
-}
+} | CHECKER_CODE
 BUILD_IT_YOURSELF = (
     "the exercise is to build the layer yourself, from matrix products and a softmax"
 )
@@ -60,7 +61,7 @@ OWN_LAYER = {
     "torch._C._nn.scaled_dot_product_attention": (
         f"the answer calls torch's scaled_dot_product_attention: {BUILD_IT_YOURSELF}"
     ),
-}
+} | CHECKER_CODE
 
 
 def _breaks_a_rule(
@@ -253,6 +254,9 @@ def check_head_ablation(
     projection's weight ``W_o`` (``(d, d)``, stored (out, in) as ``nn.Linear`` does) in which head
     ``head`` (counted from 0) no longer contributes: its columns ``head*p ... (head+1)*p - 1`` are
     zero, ``p = d / num_heads``."""
+    start = first_seed(seed)
+    if _breaks_a_rule(student_fn, _ablation_inputs, start, CHECKER_CODE):
+        return False
     return check(
         on_copies(student_fn),  # zeroing W_o in place is allowed; the mistakes read the original
         _ablate,
@@ -265,7 +269,7 @@ def check_head_ablation(
             (lambda W, i, h: _ablate(W, (i - 1) % h, h), OTHER_HEAD),
             (lambda W, i, h: W, NOTHING_ZEROED),
         ],
-        seed=seed,
+        seed=start,
     )
 
 

@@ -13,6 +13,12 @@ reaches the same operator through the dispatcher, and ``torch.ops.aten`` also ex
 backends (``_scaled_dot_product_attention_math``, ``_scaled_dot_product_flash_attention``,
 ...). So a forbidden torch function is matched by its name, wherever torch keeps it: every
 function of torch whose name holds the forbidden name's words, in order, counts as a call of it.
+
+A checker's own module holds the reference answer (``_multihead``, ``_naive_train``, ...), so an
+answer could import and call it. :data:`CHECKER_CODE` forbids that: a function of
+``companion.exercises`` counts as called only when the answer calls it, not when a checker's
+wrapper or reference calls its own helpers. A checker adds it to its rules unless it hands the
+answer code of its own to call (a module passed as an input, say).
 """
 
 from __future__ import annotations
@@ -24,15 +30,44 @@ from collections.abc import Callable, Mapping
 from types import FrameType
 from typing import Any
 
+CHECKERS = "companion.exercises"
+# The rule that a checker adds to its map: the answer calls none of the checkers' code.
+CHECKER_CODE = {
+    CHECKERS: (
+        "the answer calls the checker's own code (companion.exercises), which holds the "
+        "reference: write the function yourself"
+    ),
+}
+# The checkers' plumbing, which holds no reference: a wrapper from here may stand for the answer.
+PLUMBING = {f"{CHECKERS}.{name}" for name in ("adapters", "core", "rules", "sizes")}
+
+
+def _module(frame: FrameType | None) -> str:
+    return frame.f_globals.get("__name__", "") if frame is not None else ""
+
+
+def _in_checkers(frame: FrameType | None) -> bool:
+    return _module(frame) == CHECKERS or _module(frame).startswith(f"{CHECKERS}.")
+
 
 def calls_made(fn: Callable[..., Any], *args: Any) -> set[str]:
     """The functions that ``fn(*args)`` calls, directly or not: ``module.qualname`` of each
     Python function and of each builtin one (``torch._C._nn.scaled_dot_product_attention``),
     and ``torch.ops.<namespace>.<operator>`` of each operator called through ``torch.ops``.
-    An error that ``fn`` raises is ignored here; the checker reports it when it runs ``fn``."""
+    A function of the checkers counts when the answer calls it, or is it: called from outside
+    the checkers or from their plumbing (:data:`PLUMBING`: ``fn`` is called from here, maybe
+    through a wrapper of :mod:`companion.exercises.adapters`), but not from a reference of
+    theirs, whose own helpers are not the answer's calls. An error that ``fn`` raises is
+    ignored here; the checker reports it when it runs ``fn``."""
     seen: set[str] = set()
 
     def profile(frame: FrameType, event: str, arg: Any) -> None:
+        if event == "call" and _in_checkers(frame):
+            caller = frame.f_back
+            if _module(frame) in PLUMBING or (
+                _in_checkers(caller) and _module(caller) not in PLUMBING
+            ):
+                return  # a wrapper that stands for the answer, or a reference's own helper
         if event == "call":
             code = frame.f_code
             qualname = getattr(code, "co_qualname", code.co_name)  # Python 3.11 and later

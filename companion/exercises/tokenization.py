@@ -10,7 +10,8 @@ Each names the usual mistakes: another tie-break, merges across pre-tokens or a 
 distinct words counted once, one occurrence per word replaced, ids numbered from 0 or 255, no
 stop when the pairs run out; the leftmost mergeable pair instead of the lowest-ranked one, the
 merges in reverse order, one merge only. An answer that calls what it is to build
-(``train_merges``, ``Tokenizer``) fails: :func:`companion.exercises.rules.forbidden_call`.
+(``train_merges``, ``Tokenizer``), or the checker's own reference, fails
+(:func:`companion.exercises.rules.forbidden_call`), on a tiny input and on the first random one.
 
 Inputs are drawn afresh on every call (``seed`` repeats a run, for tests): texts of short words
 over a few letters, with punctuation, digits and line breaks, so that pairs repeat, compete and
@@ -25,7 +26,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from companion.exercises.core import first_seed, run_student
-from companion.exercises.rules import forbidden_call
+from companion.exercises.rules import CHECKER_CODE, forbidden_call
 from companion.tokenizer import Pair, merge, pretokenize, train_merges
 
 Mistake = tuple[Callable[..., object], str]
@@ -90,7 +91,7 @@ FORBIDDEN = {
         "exercise is to build the training loop: count the pairs, pick one, merge it"
     )
     for name in ("companion.tokenizer.train_merges", "companion.tokenizer.Tokenizer.train")
-}
+} | CHECKER_CODE
 EXHAUSTED = ("ab ab", 10)  # two merges, then no pair is left: train_merges returns two
 
 
@@ -202,16 +203,14 @@ def _as_pairs(merges: object) -> list[Pair] | None:
 def check_train(train_fn: Callable, trials: int = 10, *, seed: int | None = None) -> bool:
     """Check ``train_fn(text, num_merges)`` against :func:`companion.tokenizer.train_merges`."""
     name = getattr(train_fn, "__name__", "your function")
-    hint = forbidden_call(train_fn, EXHAUSTED, FORBIDDEN)
-    if hint:
-        print(f"hint: {hint}")
+    start = first_seed(seed)
+    if _broken_rule(train_fn, [EXHAUSTED, _train_inputs(random.Random(start))], FORBIDDEN):
         return False
 
     def as_pairs(text: str, num_merges: int) -> list[Pair] | None:
         return _as_pairs(train_fn(text, num_merges))
 
     as_pairs.__name__ = name
-    start = first_seed(seed)
     for trial in range(trials):
         text, num_merges = _train_inputs(random.Random(start + trial))
         expected = train_merges(text, num_merges)
@@ -282,7 +281,10 @@ def _encode_inputs(rng: random.Random) -> tuple[bytes, list[Pair]]:
     # the merge order often does not matter, and a wrong order would pass.
     candidates = sorted({word.encode("utf-8") for word in words})
     rng.shuffle(candidates)
-    return max(candidates, key=lambda word: _mistakes_shown(word, merges)), merges
+    word = max(candidates, key=lambda word: _mistakes_shown(word, merges))
+    if rng.random() < 0.2:  # a pre-token of one byte, as every text has: "," or "("
+        word = rng.choice([b",", b"(", b".", b"\n", b"a", bytes([merges[0][0]])])
+    return word, merges
 
 
 def _mistakes_shown(word: bytes, merges: list[Pair]) -> int:
@@ -324,13 +326,25 @@ ENCODE_FORBIDDEN = {
         "your function calls companion's Tokenizer; the exercise is to build the encoder: "
         "find the adjacent pair of lowest rank, merge it, repeat"
     ),
-}
+} | CHECKER_CODE
+ENCODE_TINY = (b" lowest", [(111, 119), (32, 108)])  # the rules are watched on it first
+
+
+def _broken_rule(fn: Callable, inputs: Sequence[tuple], forbidden: dict[str, str]) -> bool:
+    """Print the hint and return True when ``fn``, run on any of ``inputs``, calls what
+    ``forbidden`` names."""
+    for args in inputs:
+        hint = forbidden_call(fn, args, forbidden)
+        if hint:
+            print(f"hint: {hint}")
+            return True
+    return False
 
 
 def check_encode(encode_fn: Callable, trials: int = 20, *, seed: int | None = None) -> bool:
     """Check ``encode_fn(word, merges)`` against companion's encoder of one pre-token."""
-    hint = forbidden_call(encode_fn, (b" lowest", [(111, 119), (32, 108)]), ENCODE_FORBIDDEN)
-    if hint:
-        print(f"hint: {hint}")
+    start = first_seed(seed)
+    first = _encode_inputs(random.Random(start))
+    if _broken_rule(encode_fn, [ENCODE_TINY, first], ENCODE_FORBIDDEN):
         return False
-    return _check(encode_fn, _encode_reference, _encode_inputs, ENCODE_MISTAKES, trials, seed)
+    return _check(encode_fn, _encode_reference, _encode_inputs, ENCODE_MISTAKES, trials, start)
