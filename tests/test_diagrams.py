@@ -22,7 +22,7 @@ EXPECTED = {
     "draw_self_attention": ["$W_q$", "$K = XW_k$", "softmax over each row"],
     "draw_multihead": ["attention\nhead 3", "$W_{1}^q, W_{1}^k, W_{1}^v$", "$H_{2}$", "$W_o$"],
     "draw_split_heads": ["$t=2$", "view as $(n, h, p)$", "head 2", "head 2?"],
-    "draw_additive_attention": ["$\\mathbf{W}_q$", "tanh", "$(b, 1, n_k, h)$"],
+    "draw_additive_attention": ["$\\mathbf{W}_q$", "tanh", "$(b, 1, n_k, d_a)$"],
     "draw_sparse_patterns": ["sliding window", "BigBird", "576 of 576 scores"],
     "draw_blockwise_attention": ["$Q_2$", "$K_3, V_3$", "$S_{23}$", "$m_2, \\ell_2, a_2$"],
     "draw_product_orders": ["φ(K)ᵀ\n2×8", "S\n2×2", "then"],

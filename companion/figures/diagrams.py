@@ -982,7 +982,7 @@ def draw_merge_tree(
 
 def draw_additive_attention() -> Figure:
     """Additive attention's score as a small network (sec-attention-scoring): each query and
-    each key is projected once, to ``h`` features; broadcasting adds every query to every key,
+    each key is projected once, to ``d_a`` features; broadcasting adds every query to every key,
     and ``tanh`` and ``w_v`` turn each sum into one score. The shapes are the code's."""
     fig, ax = _canvas(13, 4.6, (8.8, 3.2))
     query = _box(ax, 1.2, 3.5, "query $\\mathbf{q}$\n$(b, n_q, d_q)$", "query", 1.9, 0.95)
@@ -991,11 +991,11 @@ def draw_additive_attention() -> Figure:
     project_k = _box(ax, 3.6, 1.1, "$\\mathbf{W}_k$", "layer", 0.9)
     _arrow(ax, query.right, project_q.left, color=COLORS["query"])
     _arrow(ax, key.right, project_k.left, color=COLORS["key"])
-    add = _box(ax, 7.0, 2.3, "+\n$(b, n_q, n_k, h)$", "plain", 2.0, 0.95)
+    add = _box(ax, 7.0, 2.3, "+\n$(b, n_q, n_k, d_a)$", "plain", 2.0, 0.95)
     _arrow(ax, project_q.right, add.top, color=COLORS["query"])
     _arrow(ax, project_k.right, add.bottom, color=COLORS["key"])
-    ax.text(5.0, 3.75, "$(b, n_q, 1, h)$", fontsize=9, ha="center")
-    ax.text(5.0, 0.6, "$(b, 1, n_k, h)$", fontsize=9, ha="center")
+    ax.text(5.0, 3.75, "$(b, n_q, 1, d_a)$", fontsize=9, ha="center")
+    ax.text(5.0, 0.6, "$(b, 1, n_k, d_a)$", fontsize=9, ha="center")
     squash = _box(ax, 9.0, 2.3, "tanh", "layer", 0.9)
     _arrow(ax, add.right, squash.left)
     read = _box(ax, 10.4, 2.3, "$\\mathbf{w}_v^\\top$", "layer", 0.9)
