@@ -22,6 +22,10 @@
 - ``length``: the gap to the entropy floor of learned, sinusoidal, RoPE and ALiBi positions at
   one, two and four times the training length; writes ``companion/experiments/results/length.json``
   (:mod:`companion.bench.length`, over :mod:`companion.experiments.extrapolation`).
+- ``vit``: the ViT against a CNN on the digits with all, a quarter and a shuffled quarter of
+  the training images, and what the trained ViT does with the layout, over seeds; writes
+  ``companion/experiments/results/vit.json`` (:mod:`companion.bench.vit`, over
+  :mod:`companion.experiments.vit_comparison`).
 
 They print measured numbers; no test times anything. ``attention``, ``decode``, ``train`` and
 ``tokenizer`` write theirs as JSON with ``--output PATH`` (``make benchmarks`` writes them into
@@ -35,7 +39,17 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
-from companion.bench import ablation, attention, decode, length, rnn, scaling, tokenizer, train
+from companion.bench import (
+    ablation,
+    attention,
+    decode,
+    length,
+    rnn,
+    scaling,
+    tokenizer,
+    train,
+    vit,
+)
 
 BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
     "attention": attention.main,
@@ -46,6 +60,7 @@ BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
     "length": length.main,
     "rnn": rnn.main,
     "scaling": scaling.main,
+    "vit": vit.main,
 }
 DEFAULT = "attention"
 

@@ -65,3 +65,46 @@ def show_cls_attention(
         ax.set_xticks([])
         ax.set_yticks([])
     _finish(fig, path)
+
+
+def plot_accuracy_runs(
+    accuracy: dict[str, dict[str, list[float]]],
+    figsize: tuple[float, float] = (5.5, 3.0),
+    *,
+    path: str | Path | None = None,
+) -> None:
+    """Test accuracy of each model in each setting, one dot per run (sec-vit): ``accuracy``
+    maps a model's name to its settings (``"all"``, ``"quarter"``, ...), each a non-empty list
+    of accuracies. The settings are categories along the horizontal axis, the models side by
+    side within each, a short line at each mean; nothing joins the settings, which are separate
+    experiments."""
+    if not isinstance(accuracy, dict) or not accuracy:
+        raise ValueError("accuracy must map each model's name to its settings' accuracies")
+    settings = list(next(iter(accuracy.values())))
+    for model, row in accuracy.items():
+        if not isinstance(row, dict) or list(row) != settings:
+            raise ValueError(f"accuracy[{model!r}] must have the settings {settings}")
+        for setting, values in row.items():
+            check_sequence(f"accuracy[{model!r}][{setting!r}]", values, "a list of accuracies")
+            if not values:
+                raise ValueError(f"accuracy[{model!r}][{setting!r}] is empty")
+    fig, ax = plt.subplots(figsize=figsize)
+    width = 0.6 / len(accuracy)
+    markers = "osD^v"
+    for m, (model, row) in enumerate(accuracy.items()):
+        offset = (m - (len(accuracy) - 1) / 2) * width
+        for s, values in enumerate(row.values()):
+            x = s + offset
+            spread = [
+                x + width * 0.35 * (i / max(1, len(values) - 1) - 0.5) for i in range(len(values))
+            ]
+            ax.plot(spread, values, markers[m % len(markers)], color=f"C{m}", ms=4.5, alpha=0.8,
+                    label=model if s == 0 else None)  # fmt: skip
+            mean = sum(values) / len(values)
+            ax.plot([x - width * 0.4, x + width * 0.4], [mean, mean], color=f"C{m}", lw=2)
+    ax.set_xticks(range(len(settings)), labels=settings)
+    ax.set_xlim(-0.6, len(settings) - 0.4)
+    ax.set_ylabel("test accuracy")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(frameon=False, fontsize="small")
+    _finish(fig, path)
