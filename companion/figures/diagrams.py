@@ -748,9 +748,9 @@ def draw_sparse_patterns(n: int = 24) -> Figure:
 def draw_blockwise_attention(num_blocks: int = 4) -> Figure:
     """Exact attention in tiles (sec-efficient-attention): the queries and the keys and values
     are cut into ``num_blocks`` blocks each (an integer from 2 to 6). One query block ``Q_i``
-    meets the key blocks one after another; only the tile ``S_ij = Q_i K_j^T`` in hand exists,
-    and the running maximum, sum and output ``m_i, l_i, a_i`` carry what the earlier tiles
-    contributed. The tiles done are shaded, the current one dark."""
+    meets the key blocks one after another; only the tile of scores ``A_ij = Q_i K_j^T / sqrt(p)``
+    in hand exists, and the running maximum, sum and unnormalised output ``m_i, l_i, U_i`` carry
+    what the earlier tiles contributed. The tiles done are shaded, the current one dark."""
     check_integer("num_blocks", num_blocks, minimum=2, maximum=6)
     size, row, current = 1.0, 1, min(2, num_blocks - 1)  # tile (row, current) is in hand
     fig, ax = _canvas(6.8 + num_blocks, 3.4 + num_blocks, (8, 5))
@@ -784,7 +784,7 @@ def draw_blockwise_attention(num_blocks: int = 4) -> Figure:
     ax.text(
         left + (current + 0.5) * size,
         y,
-        f"$S_{{{row + 1}{current + 1}}}$",
+        f"$A_{{{row + 1}{current + 1}}}$",
         ha="center",
         va="center",
         color="white",
@@ -794,7 +794,7 @@ def draw_blockwise_attention(num_blocks: int = 4) -> Figure:
         ax,
         left + num_blocks + 2.0,
         y,
-        f"$m_{row + 1}, \\ell_{row + 1}, a_{row + 1}$",
+        f"$m_{row + 1}, \\ell_{row + 1}, U_{row + 1}$",
         "state",
         width=2.0,
         height=0.8,
@@ -817,7 +817,7 @@ def draw_blockwise_attention(num_blocks: int = 4) -> Figure:
     ax.text(
         left + num_blocks / 2,
         top - num_blocks - 0.85,
-        f"key blocks, one tile at a time; then $O_{row + 1} = a_{row + 1} / \\ell_{row + 1}$",
+        f"key blocks, one tile at a time; then $O_{row + 1} = U_{row + 1} / \\ell_{row + 1}$",
         ha="center",
         fontsize=8,
     )
