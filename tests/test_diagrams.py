@@ -33,6 +33,9 @@ EXPECTED = {
     "draw_decoder_caches": ["step 4", "$k'_3, v'_3$", "cross-attention cache: static"],
     "draw_prefill_decode": ["$q_7$", "$k_7$", "prefill: 4 queries\nin one pass"],
     "draw_vit_patching": ["[CLS] + pos", "patch 4 + pos", "8×8 image, 4×4 patches"],
+    "draw_bert_input": ["E[<cls>]", "$E_A$", "$E_B$", "$P_{8}$"],
+    "draw_masking_rule": ["<mask>", "lovan", "10%: unchanged", "kas"],
+    "draw_span_corruption": ["<X>", "<Y>", "<Z>", "decoder target"],
 }
 
 

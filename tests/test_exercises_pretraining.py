@@ -9,6 +9,7 @@ import torch.nn.functional as F
 
 from companion.exercises.pretraining import (
     check_gather_positions,
+    check_lora_forward,
     check_mask_sentence,
     check_mlm_loss,
 )
@@ -173,7 +174,6 @@ def named(fn, name):
 @pytest.mark.parametrize(
     "answer",
     [
-        named(mask_with_companion, "mask_with_companion"),
         named(lambda *a: masked(*a), "reference_like"),
         # drawing the random token among ordinary words only is as good as BERT's rule
         named(lambda t, s, m, v, g: masked(t, s, m, v, g, vocab_range=(8, v)), "words_only"),
@@ -182,6 +182,16 @@ def named(fn, name):
 def test_mask_pass(answer, capsys):
     assert check_mask_sentence(answer, seed=0)
     assert capsys.readouterr().out.startswith(f"pass: {answer.__name__} follows BERT's rule")
+
+
+def test_companions_masking_follows_the_checkers_rule(monkeypatch, capsys):
+    """companion's mask_tokens, the chapter's own, meets every check but the rule that a
+    student may not call it."""
+    import companion.exercises.pretraining as checkers
+
+    monkeypatch.setattr(checkers, "forbidden_call", lambda *args: None)
+    assert check_mask_sentence(named(mask_with_companion, "mask_with_companion"), seed=0)
+    assert capsys.readouterr().out.startswith("pass: mask_with_companion follows BERT's rule")
 
 
 @pytest.mark.parametrize(
@@ -243,3 +253,76 @@ def test_mask_hard_wired_to_the_chapter_fails(capsys):
 
     assert not check_mask_sentence(hard_wired, seed=0)
     assert "pass" not in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- the rules
+
+
+def test_answers_that_call_the_chapters_own_code_fail(capsys):
+    """Each exercise asks for code the chapter's BERT already has; calling it gives the right
+    numbers without doing the exercise, and the checker says so."""
+    from companion.models.bert import MaskLM, mask_tokens, mlm_loss
+
+    def with_mask_lm(X, pred_positions):
+        head = MaskLM(5, X.shape[-1], num_inputs=X.shape[-1])
+        head(X, pred_positions)  # the gather happens inside
+        return X[torch.arange(len(X))[:, None], pred_positions]
+
+    def with_mask_tokens(tokens, special_ids, mask_id, vocab_size, generator):
+        masked = mask_tokens(
+            tokens[None],
+            torch.tensor([len(tokens)]),
+            vocab_size=vocab_size,
+            mask_id=mask_id,
+            special_ids=special_ids,
+            generator=generator,
+        )
+        real = masked.weights[0] > 0
+        return masked.tokens[0], masked.pred_positions[0][real], masked.labels[0][real]
+
+    cases = [
+        (check_gather_positions, with_mask_lm),
+        (check_mlm_loss, mlm_loss),
+        (check_mask_sentence, with_mask_tokens),
+    ]
+    for checker, answer in cases:
+        assert not checker(answer, seed=0)
+        out = capsys.readouterr().out
+        assert "the chapter's own BERT code" in out and "pass" not in out, out
+
+
+# ----------------------------------------------------------------------------- LoRA
+
+
+def lora_forward(X, W, A, B, alpha):
+    return X @ W.T + (alpha / A.shape[0]) * (X @ A.T) @ B.T
+
+
+def lora_merged(X, W, A, B, alpha):
+    """Another correct route: the update merged into the weight first."""
+    return X @ (W + (alpha / A.shape[0]) * B @ A).T
+
+
+@pytest.mark.parametrize("answer", [lora_forward, lora_merged])
+def test_lora_pass(answer, capsys):
+    for seed in range(3):
+        assert check_lora_forward(answer, seed=seed)
+        assert capsys.readouterr().out.startswith(f"pass: {answer.__name__} matches")
+
+
+def test_lora_hints(capsys):
+    cases = [
+        (lambda X, W, A, B, alpha: X @ W.T + X @ A.T @ B.T, "the update is not scaled"),
+        (lambda X, W, A, B, alpha: X @ W.T + alpha * X @ A.T @ B.T, "divide it by the rank"),
+        (
+            lambda X, W, A, B, alpha: X @ W.T + (A.shape[0] / alpha) * X @ A.T @ B.T,
+            "upside down",
+        ),
+        (lambda X, W, A, B, alpha: (alpha / A.shape[0]) * X @ A.T @ B.T, "frozen weight"),
+        (lambda X, W, A, B, alpha: X @ W.T, "the update is missing"),
+        (lambda X, W, A, B, alpha: X @ W, "shape"),
+    ]
+    for wrong, hint in cases:
+        assert not check_lora_forward(wrong, seed=0)
+        out = capsys.readouterr().out
+        assert hint in out, out

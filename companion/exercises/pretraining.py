@@ -9,8 +9,15 @@
   same draws from the same generator) and then the frequencies of ``<mask>``, a random token
   and the kept token, each within 5 standard deviations of BERT's rule.
 
+- ``check_lora_forward``: a linear layer with a low-rank update, ``X W^T + (alpha / r) X A^T
+  B^T`` (LoRA), which names a missing or wrong scale and the factors in the wrong order.
+
 Every call draws new sizes, vocabularies and special-token ids (``seed=`` repeats a run, for tests),
-so an answer that uses the chapter's own variables instead of its arguments fails.
+so an answer that uses the chapter's own variables instead of its arguments fails. An answer
+must compute what it is asked for: one that calls the chapter's own code for it (``MaskLM``,
+``mlm_loss`` and ``mask_tokens`` of :mod:`companion.models.bert`, or the training helpers of
+:mod:`companion.training.pretrain`) is told so, though its numbers are right
+(:func:`companion.exercises.rules.forbidden_call`).
 """
 
 from __future__ import annotations
@@ -22,7 +29,29 @@ import torch
 import torch.nn.functional as F
 
 from companion.exercises.core import Inputs, check, first_seed, run_student, seeded_generator
+from companion.exercises.rules import forbidden_call
 from companion.exercises.sizes import draw
+
+OWN_CODE = {
+    "companion.models.bert": (
+        "the answer calls the chapter's own BERT code (MaskLM, mlm_loss, mask_tokens ...): the "
+        "exercise is to write it yourself, with torch operations"
+    ),
+    "companion.training.pretrain": (
+        "the answer calls the chapter's training helpers: the exercise is to write it "
+        "yourself, with torch operations"
+    ),
+}
+
+
+def _breaks_a_rule(student_fn: Callable, inputs: Inputs) -> bool:
+    """Print the hint and return True when ``student_fn(*inputs)`` calls the chapter's own
+    code (:data:`OWN_CODE`)."""
+    hint = forbidden_call(student_fn, inputs, OWN_CODE)
+    if hint:
+        print(f"hint: {hint}")
+    return hint is not None
+
 
 # ----------------------------------------------------------------------------- gather
 
@@ -55,6 +84,9 @@ def check_gather_positions(
     """``student_fn(X, pred_positions)`` with ``X`` ``(batch, steps, d)`` and ``pred_positions``
     ``(batch, num_preds)`` returns ``(batch, num_preds, d)``: row ``b``'s outputs at its own
     positions ``pred_positions[b]``."""
+    start = first_seed(seed)
+    if _breaks_a_rule(student_fn, _gather_inputs(seeded_generator(start))):
+        return False
     return check(
         student_fn,
         _gather,
@@ -66,7 +98,7 @@ def check_gather_positions(
                 "row num_preds times (0 0 1 1 ..., repeat_interleave), not cycle (0 1 0 1 ...)",
             ),
         ],
-        seed=seed,
+        seed=start,
         shape_hints=[
             (
                 lambda X, positions: (X.shape[0], *positions.shape, X.shape[-1]),
@@ -119,6 +151,9 @@ def check_mlm_loss(
     """``student_fn(logits, labels, weights)`` with logits ``(batch, num_preds, vocab)`` and
     labels and weights ``(batch, num_preds)`` returns the scalar mean cross-entropy over the
     predictions of weight 1 (weight 0 marks padding)."""
+    start = first_seed(seed)
+    if _breaks_a_rule(student_fn, _loss_inputs(seeded_generator(start))):
+        return False
     return check(
         student_fn,
         _mlm_loss,
@@ -140,7 +175,7 @@ def check_mlm_loss(
                 "over the whole batch and divide by weights.sum() once",
             ),
         ],
-        seed=seed,
+        seed=start,
     )
 
 
@@ -245,6 +280,9 @@ def check_mask_sentence(
     """
     name = getattr(student_fn, "__name__", "your function")
     start = first_seed(seed)
+    with torch.random.fork_rng():
+        if _breaks_a_rule(student_fn, _arguments(_Sentence(seeded_generator(start)), start)):
+            return False
     counts = {"mask": 0.0, "kept": 0.0, "other": 0.0}
     expected = dict(counts)
     variance = dict(counts)
@@ -331,4 +369,68 @@ def _frequency_hint(counts, expected, variance) -> str | None:
     return (
         f"<mask>/kept/random shares are {share['mask']:.3f}/{share['kept']:.3f}/"
         f"{share['other']:.3f}; BERT's rule gives about 0.8/0.1/0.1"
+    )
+
+
+# ----------------------------------------------------------------------------- LoRA
+
+
+def _lora(X, W, A, B, alpha, *, scale: str = "alpha/r") -> torch.Tensor:
+    """``X W^T + (alpha / r) X A^T B^T``, right by default; each keyword reproduces one typical
+    mistake. ``W`` is ``(d_out, d_in)``, ``A`` ``(r, d_in)``, ``B`` ``(d_out, r)``."""
+    r = A.shape[0]
+    factor = {"alpha/r": alpha / r, "none": 1.0, "alpha": alpha, "r/alpha": r / alpha}[scale]
+    update = X @ A.T @ B.T  # (batch, r), then (batch, d_out)
+    return X @ W.T + factor * update
+
+
+def _lora_inputs(generator: torch.Generator) -> Inputs:
+    batch, d_in = draw(generator, 2, 5), draw(generator, 4, 12)
+    d_out = draw(generator, 3, 11, avoid=[d_in])  # not square: a transposed W shows
+    r = draw(generator, 1, 3)
+    X = torch.randn(batch, d_in, generator=generator)
+    W = torch.randn(d_out, d_in, generator=generator) / d_in**0.5
+    A = torch.randn(r, d_in, generator=generator)
+    B = torch.randn(d_out, r, generator=generator)  # not zero, so the update shows
+    alpha = float(draw(generator, 2, 16, avoid=[r]))
+    return X, W, A, B, alpha
+
+
+def check_lora_forward(student_fn: Callable[..., torch.Tensor], *, seed: int | None = None) -> bool:
+    """sec-pretraining: ``student_fn(X, W, A, B, alpha)`` is a frozen linear layer with LoRA's
+    low-rank update (Hu et al., 2022): ``X W^T + (alpha / r) X A^T B^T`` for ``X`` ``(batch,
+    d_in)``, ``W`` ``(d_out, d_in)``, ``A`` ``(r, d_in)`` and ``B`` ``(d_out, r)``; returns
+    ``(batch, d_out)``."""
+    start = first_seed(seed)
+    if _breaks_a_rule(student_fn, _lora_inputs(seeded_generator(start))):
+        return False
+    return check(
+        student_fn,
+        _lora,
+        _lora_inputs,
+        mistakes=[
+            (
+                lambda *inputs: _lora(*inputs, scale="none"),
+                "the update is not scaled: multiply B A x by alpha / r (r = A.shape[0])",
+            ),
+            (
+                lambda *inputs: _lora(*inputs, scale="alpha"),
+                "the update is scaled by alpha: divide it by the rank too, alpha / r",
+            ),
+            (
+                lambda *inputs: _lora(*inputs, scale="r/alpha"),
+                "the scale is upside down: alpha / r, not r / alpha",
+            ),
+            (
+                lambda X, W, A, B, alpha: (alpha / A.shape[0]) * X @ A.T @ B.T,
+                "the frozen weight is missing: LoRA adds the update to X W^T, it does not "
+                "replace it",
+            ),
+            (
+                lambda X, W, A, B, alpha: X @ W.T,
+                "the update is missing: add (alpha / r) X A^T B^T to X W^T",
+            ),
+        ],
+        seed=start,
+        atol=1e-4,
     )

@@ -1,11 +1,13 @@
-"""Published numbers that the pretraining chapter plots (sec-pretraining), each quoted from its
-paper with the table or equation it comes from. Nothing here is measured by the book.
+"""Published numbers that the language-model and pretraining chapters plot (sec-language-models,
+sec-pretraining), each quoted from its paper with the table or equation it comes from. Nothing
+here is measured by the book.
 
 - **T5** (Raffel et al., 2020, JMLR 21(140)): GLUE average scores of pre-training objectives,
   all with the same encoder-decoder baseline and the same compute. Table 4 compares the three
   families (prefix language modelling, BERT-style denoising, deshuffling), Table 5 variants of
   the BERT-style objective, Table 6 corruption rates of the i.i.d. span objective; Table 1
-  gives the baseline with and without pre-training.
+  gives the baseline with and without pre-training, and the standard deviation of the
+  baseline's GLUE average over ten runs.
 - **Kaplan et al. (2020)**, "Scaling laws for neural language models", Section 1.2, equations
   (1.1) and (1.2): the test loss (nats per token) as a power law of the number of
   non-embedding parameters ``N`` (trained to convergence on enough data) and of the number of
@@ -32,6 +34,7 @@ T5_OBJECTIVES_GLUE = {
 }
 T5_CORRUPTION_RATE_GLUE = {0.10: 82.82, 0.15: 83.28, 0.25: 83.00, 0.50: 81.27}  # Table 6
 T5_NO_PRETRAINING_GLUE = 66.22  # Table 1: the baseline trained on each task from scratch
+T5_BASELINE_GLUE_SD = 0.235  # Table 1: standard deviation of the baseline over ten runs
 
 # Kaplan et al. (2020), equations (1.1) and (1.2): L(N) = (N_c / N)^alpha_N,
 # L(D) = (D_c / D)^alpha_D, in nats per token.

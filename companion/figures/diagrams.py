@@ -1004,3 +1004,125 @@ def draw_additive_attention() -> Figure:
     _arrow(ax, read.right, score.left)
     ax.text(7.0, 4.3, "every query meets every key by broadcasting", fontsize=9, ha="center")
     return fig
+
+
+def draw_bert_input(
+    tokens: Sequence[str] = ("<cls>", "ka", "rita", "kipu", "<sep>", "mo", "garo", "biku", "<sep>"),
+    segments: Sequence[int] = (0, 0, 0, 0, 0, 1, 1, 1, 1),
+) -> Figure:
+    """BERT's input (sec-pretraining): for each token, the sum of three learned vectors, its
+    token embedding, its segment's embedding (A or B) and its position's embedding. ``tokens``
+    (1 to 12 strs) and ``segments`` (0 or 1 each) have the same length."""
+    check_sequence("tokens", tokens, "a list of tokens (strs)")
+    check_sequence("segments", segments, "a list of segment ids, 0 or 1")
+    if not 1 <= len(tokens) <= 12 or len(segments) != len(tokens):
+        raise ValueError(
+            f"tokens (1 to 12) and segments need the same length; got {len(tokens)} and "
+            f"{len(segments)}"
+        )
+    if any(s not in (0, 1) for s in segments):
+        raise ValueError(f"segments must be 0 (A) or 1 (B); got {list(segments)}")
+    n = len(tokens)
+    fig, ax = _canvas(2.4 + 1.3 * n, 5.6, (1.5 + 0.8 * n, 3.6))
+    rows = (
+        (4.4, "input", lambda i, t: t, "plain"),
+        (3.2, "token", lambda i, t: f"E[{t}]", "layer"),
+        (2.0, "segment", lambda i, t: "$E_A$" if segments[i] == 0 else "$E_B$", "state"),
+        (0.8, "position", lambda i, t: f"$P_{{{i}}}$", "value"),
+    )
+    for y, name, label, kind in rows:
+        ax.text(0.1, y, name, fontsize=9, va="center")
+        for i, token in enumerate(tokens):
+            x = 2.3 + 1.3 * i
+            size = 10 if name in ("segment", "position") else 8
+            _box(ax, x, y, label(i, token), kind, width=1.2, height=0.6, fontsize=size)
+            if y < 3.0:  # the rows below the token embedding are added to it
+                ax.text(x, y + 0.6, "+", ha="center", va="center", fontsize=11)
+    ax.text(0.1, 5.25, "each token's input vector: the sum of its three embeddings", fontsize=9)
+    return fig
+
+
+def draw_masking_rule(
+    sentence: Sequence[str] = ("ka", "poda", "gefi", "kas", "fekan", "pave", "mo", "vibo", "mivu"),
+    chosen: Sequence[tuple[int, str, str]] = (
+        (0, "<mask>", "80%: <mask>"),
+        (3, "lovan", "10%: a random word"),
+        (7, "vibo", "10%: unchanged"),
+    ),
+) -> Figure:
+    """BERT's masked language model on one sentence (sec-pretraining): about 15% of the
+    positions are chosen; each chosen token becomes ``<mask>`` with probability 0.8, a random
+    word with 0.1, or stays with 0.1, and the loss asks for the original token at every chosen
+    position, and at no other. ``chosen`` holds ``(position, what the input shows, why)``."""
+    check_sequence("sentence", sentence, "a list of words")
+    check_sequence("chosen", chosen, "a list of (position, shown token, note)")
+    n = len(sentence)
+    if not 1 <= n <= 12 or any(not 0 <= p < n for p, _, _ in chosen):
+        raise ValueError(f"a sentence of 1 to 12 words and positions inside it; got {n} words")
+    fig, ax = _canvas(2.0 + 1.15 * n, 5.6, (1.3 + 0.72 * n, 3.6))
+    picked = {p: (shown, note) for p, shown, note in chosen}
+    for y, name in ((4.6, "original"), (3.0, "input"), (1.0, "label")):
+        ax.text(0.1, y, name, fontsize=9, va="center")
+    for i, word in enumerate(sentence):
+        x = 2.0 + 1.15 * i
+        top = _box(ax, x, 4.6, word, "query" if i in picked else "plain", 1.0, 0.6, 8)
+        shown = picked[i][0] if i in picked else word
+        kind = "weight" if shown == "<mask>" else ("key" if i in picked else "plain")
+        middle = _box(ax, x, 3.0, shown, kind, 1.0, 0.6, 8)
+        _arrow(ax, top.bottom, middle.top)
+        if i in picked:
+            label = _box(ax, x, 1.0, word, "query", 1.0, 0.6, 8)
+            _arrow(ax, middle.bottom, label.top, color=COLORS["query"])
+            ax.text(x, 2.35, picked[i][1], ha="center", fontsize=7)
+        else:
+            ax.text(x, 1.0, "–", ha="center", va="center", fontsize=9, color="#888888")
+    ax.text(0.1, 0.2, "loss only at the chosen positions (orange); – : no loss", fontsize=8)
+    ax.text(
+        0.1, 5.35, "chosen: about 15% of the positions (three here, one of each kind)", fontsize=9
+    )
+    return fig
+
+
+def draw_span_corruption(
+    sentence: Sequence[str] = ("ka", "poda", "gefi", "kas", "fekan", "pave", "mo", "vibo", "mivu"),
+    spans: Sequence[tuple[int, int]] = ((2, 4), (7, 8)),
+) -> Figure:
+    """T5's span corruption (sec-pretraining; Raffel et al., 2020): runs of tokens are dropped
+    from the input, each replaced by one sentinel (``<X>``, ``<Y>``, ...), and the decoder
+    writes only the dropped spans, each after its sentinel, and a final sentinel. ``spans``
+    are ``(start, stop)`` word ranges, in order and apart."""
+    check_sequence("sentence", sentence, "a list of words")
+    check_sequence("spans", spans, "a list of (start, stop) ranges")
+    n = len(sentence)
+    if not 1 <= n <= 12 or not 1 <= len(spans) <= 3:
+        raise ValueError(f"1 to 12 words and 1 to 3 spans; got {n} and {len(spans)}")
+    edges = [e for span in spans for e in span]
+    if edges != sorted(edges) or edges[0] < 0 or edges[-1] > n or any(a >= b for a, b in spans):
+        raise ValueError(f"spans must be ordered, non-empty ranges inside the sentence: {spans}")
+    sentinels = ["<X>", "<Y>", "<Z>", "<W>"]
+    dropped = {i: k for k, (a, b) in enumerate(spans) for i in range(a, b)}
+    inputs, targets = [], []
+    for i, word in enumerate(sentence):
+        if i in dropped:
+            if i == spans[dropped[i]][0]:
+                inputs.append((sentinels[dropped[i]], "weight"))
+            continue
+        inputs.append((word, "plain"))
+    for k, (a, b) in enumerate(spans):
+        targets += [(sentinels[k], "weight")] + [(w, "query") for w in sentence[a:b]]
+    targets.append((sentinels[len(spans)], "weight"))
+    width = 2.6 + 1.15 * max(n, len(targets))
+    fig, ax = _canvas(width, 4.6, (1.6 + 0.72 * max(n, len(targets)), 3.0))
+    for y, name, row in (
+        (
+            3.9,
+            "original",
+            [(w, "query" if i in dropped else "plain") for i, w in enumerate(sentence)],
+        ),
+        (2.4, "encoder input", inputs),
+        (0.9, "decoder target", targets),
+    ):
+        ax.text(0.1, y, name, fontsize=9, va="center")
+        for i, (word, kind) in enumerate(row):
+            _box(ax, 3.1 + 1.15 * i, y, word, kind, 1.0, 0.6, 8)
+    return fig

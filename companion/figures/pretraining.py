@@ -1,5 +1,7 @@
-"""Figures of the pretraining chapter (sec-pretraining): the learning curve of fine-tuning,
-and two figures drawn from published numbers (:mod:`companion.experiments.published`).
+"""Figures of the pretraining chapter (sec-pretraining): the learning curve of fine-tuning and
+T5's comparison of objectives; and of the scaling section of sec-language-models: the
+published scaling laws and the measured gap to the floor. The published numbers come from
+:mod:`companion.experiments.published`.
 
 Like :mod:`companion.figures.plot`, each function draws with matplotlib, returns ``None`` and saves
 the figure when given ``path=``.
@@ -20,6 +22,7 @@ from companion.experiments.published import (
     KAPLAN_D,
     KAPLAN_N,
     KAPLAN_RANGES,
+    T5_BASELINE_GLUE_SD,
     T5_CORRUPTION_RATE_GLUE,
     T5_NO_PRETRAINING_GLUE,
     T5_OBJECTIVES_GLUE,
@@ -36,29 +39,37 @@ def plot_learning_curves(
     chance: float | None = 0.5,
     figsize: tuple[float, float] = (4.5, 3.0),
     *,
+    majority: float | None = None,
     path: str | Path | None = None,
 ) -> None:
     """Test accuracy against the number of labelled examples (log scale), one curve per
     entry of ``accuracies``: ``accuracies[name][i]`` holds the runs (seeds) at ``sizes[i]``,
-    at least one. The line joins the means; each run is a dot, so the spread shows. ``sizes``
-    are positive integers, at most four curves are drawn, and ``chance`` is ``None`` or a number
-    in [0, 1]."""
+    at least one. The line joins the means; each run is a dot, spread a little sideways so
+    that equal runs stay visible. ``sizes`` are positive integers, at most four curves are
+    drawn; ``chance`` (a coin) and ``majority`` (always answering the commoner class) are
+    ``None`` or accuracies in [0, 1], drawn as dotted and dashed lines."""
     _check_learning_curves(sizes, accuracies, chance)
+    if majority is not None:
+        check_number("majority", majority, at_least=0, at_most=1, what="an accuracy")
     fig, ax = plt.subplots(figsize=figsize)
     for (name, runs), color in zip(accuracies.items(), COLORS):
         means = [float(np.mean(r)) for r in runs]
-        ax.plot(sizes, means, "-o", color=color, label=name)
+        ax.plot(sizes, means, "-", color=color, label=f"{name} (mean)")
         for size, r in zip(sizes, runs):
-            ax.plot([size] * len(r), r, ".", color=color, alpha=0.5)
+            spread = np.linspace(-0.04, 0.04, len(r)) if len(r) > 1 else np.zeros(1)
+            ax.plot(size * (1 + spread), r, "o", color=color, alpha=0.6, markersize=4)
     if chance is not None:
-        ax.axhline(chance, color="gray", linestyle=":", label="chance")
+        ax.axhline(chance, color="gray", linestyle=":", label="a coin")
+    if majority is not None:
+        ax.axhline(majority, color="gray", linestyle="--", label="always the commoner class")
     ax.set_xscale("log")
     ax.set_xticks(list(sizes), [str(s) for s in sizes])
     ax.minorticks_off()
     ax.set_xlabel("labelled examples")
     ax.set_ylabel("test accuracy")
+    ax.set_ylim(0.4, 1.0)
     ax.grid(True)
-    ax.legend()
+    ax.legend(fontsize=7, loc="upper left")
     _finish(fig, path)
 
 
@@ -92,22 +103,36 @@ def plot_t5_objectives(
     figsize: tuple[float, float] = (8.0, 3.0), *, path: str | Path | None = None
 ) -> None:
     """Raffel et al. (2020): GLUE average after pre-training with each objective (Tables 1, 4
-    and 5), and against the corruption rate (Table 6)."""
+    and 5), as bars from zero, and against the corruption rate (Table 6), as dots. Every score
+    carries an error bar of the baseline's standard deviation over ten runs (Table 1, 0.235),
+    the scale on which two objectives can be told apart."""
     fig, (left, right) = plt.subplots(1, 2, figsize=figsize, width_ratios=(3, 2))
     names = ["no pre-training", *T5_OBJECTIVES_GLUE]
     scores = [T5_NO_PRETRAINING_GLUE, *T5_OBJECTIVES_GLUE.values()]
-    left.barh(names, scores, color=["gray"] + ["C0"] * len(T5_OBJECTIVES_GLUE))
+    left.barh(
+        names,
+        scores,
+        xerr=T5_BASELINE_GLUE_SD,
+        color=["gray"] + ["C0"] * len(T5_OBJECTIVES_GLUE),
+        error_kw={"elinewidth": 1, "capsize": 2},
+    )
     for y, score in enumerate(scores):
-        left.text(score + 0.3, y, f"{score:.2f}", va="center", fontsize=8)
-    left.set_xlim(60, 88)
+        left.text(score + 1.0, y, f"{score:.2f}", va="center", fontsize=8)
+    left.set_xlim(0, 100)
     left.invert_yaxis()
     left.set_xlabel("GLUE average")
     left.set_title("objective (Tables 1, 4, 5)", fontsize=9)
-    rates = list(T5_CORRUPTION_RATE_GLUE)
-    right.plot([100 * r for r in rates], list(T5_CORRUPTION_RATE_GLUE.values()), "-o")
+    rates = [100 * r for r in T5_CORRUPTION_RATE_GLUE]
+    right.errorbar(
+        rates,
+        list(T5_CORRUPTION_RATE_GLUE.values()),
+        yerr=T5_BASELINE_GLUE_SD,
+        fmt="o",
+        capsize=3,
+    )
     right.set_xlabel("tokens corrupted (%)")
     right.set_ylabel("GLUE average")
-    right.set_title("corruption rate (Table 6)", fontsize=9)
+    right.set_title("corruption rate (Table 6), ± 1 SD", fontsize=9)
     right.grid(True)
     fig.tight_layout()
     _finish(fig, path)
@@ -115,44 +140,48 @@ def plot_t5_objectives(
 
 def plot_scaling_laws(
     ours: tuple[float, float] | None = None,
-    figsize: tuple[float, float] = (8.0, 3.0),
+    figsize: tuple[float, float] = (9.0, 2.9),
     *,
+    ours_label: str = "this book's model",
     path: str | Path | None = None,
 ) -> None:
-    """Left: Kaplan et al.'s fitted laws L(N) and L(D) over the ranges they were fitted on.
-    Right: Hoffmann et al.'s compute-optimal tokens per model size (Table 3), with the line
-    ``tokens = 20 * parameters``; ``ours = (parameters, tokens)``, two positive numbers, marks
-    another model."""
+    """Three panels, all on log-log axes, where a power law is a straight line. Left and middle:
+    Kaplan et al.'s fitted laws L(N) and L(D), each over the range it was fitted on. Right:
+    Hoffmann et al.'s compute-optimal tokens per model size (Table 3), with the line ``tokens =
+    20 * parameters``; ``ours = (parameters, tokens)``, two positive numbers, marks another
+    model, labelled ``ours_label``."""
     if ours is not None:
         _check_ours(ours)
-    fig, (left, right) = plt.subplots(1, 2, figsize=figsize)
-    for law, key, label, color in (
-        (KAPLAN_N, "N", "parameters N", "C0"),
-        (KAPLAN_D, "D", "tokens D", "C3"),
+    fig, (by_n, by_d, right) = plt.subplots(1, 3, figsize=figsize)
+    for ax, law, key, label, color in (
+        (by_n, KAPLAN_N, "N", "non-embedding parameters N", "C0"),
+        (by_d, KAPLAN_D, "D", "training tokens D", "C3"),
     ):
         low, high = KAPLAN_RANGES[key]
         x = np.logspace(np.log10(low), np.log10(high), 50)
-        left.plot(x, [kaplan_loss(v, law) for v in x], color=color, label=f"L({key}): {label}")
-    left.set_xscale("log")
-    left.set_xlabel("N or D")
-    left.set_ylabel("test loss (nats per token)")
-    left.set_title("Kaplan et al. (2020), eqs. (1.1), (1.2)", fontsize=9)
-    left.grid(True)
-    left.legend(fontsize=8)
+        ax.plot(x, [kaplan_loss(v, law) for v in x], color=color)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(label)
+        ax.set_title(f"L({key}), Kaplan et al. (2020)", fontsize=9)
+        ax.set_yticks([2, 3, 4, 5, 6, 7], ["2", "3", "4", "5", "6", "7"])
+        ax.minorticks_off()
+        ax.grid(True, alpha=0.3)
+    by_n.set_ylabel("test loss (nats per token)")
     params = [p for p, _, _ in CHINCHILLA_OPTIMAL]
     tokens = [t for _, _, t in CHINCHILLA_OPTIMAL]
     right.plot(params, tokens, "o", color="C0", label="compute-optimal (Table 3)")
     grid = np.logspace(3, 13, 20)
     right.plot(grid, 20 * grid, ":", color="gray", label="20 tokens per parameter")
     if ours is not None:
-        right.plot(*ours, "*", color="C3", markersize=10, label="this chapter's BERT")
+        right.plot(*ours, "*", color="C3", markersize=10, label=ours_label)
     right.set_xscale("log")
     right.set_yscale("log")
     right.set_xlabel("parameters")
     right.set_ylabel("training tokens")
     right.set_title("Hoffmann et al. (2022), Table 3", fontsize=9)
-    right.grid(True)
-    right.legend(fontsize=8)
+    right.grid(True, which="both", alpha=0.3)
+    right.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     _finish(fig, path)
 
@@ -165,7 +194,8 @@ def plot_scaling_measurement(
 ) -> None:
     """The gap to the entropy floor against the non-embedding parameters N, on log scales, one
     line per budget of training sentences: the mean over seeds, with a band from the lowest to
-    the highest seed (``python -m companion.bench scaling``'s results, sec-pretraining): a dict
+    the highest seed and a dot for every run (``python -m companion.bench scaling``'s results,
+    sec-language-models): a dict
     with ``settings`` (``widths``, ``steps``, at most two budgets, ``batch_size``),
     ``parameters`` and ``gaps``."""
     _check_scaling_results(results)
@@ -185,6 +215,8 @@ def plot_scaling_measurement(
         axes.fill_between(
             params, [min(g) for g in gaps], [max(g) for g in gaps], color=color, alpha=0.2
         )
+        for n, runs in zip(params, gaps):  # every run, as a small dot
+            axes.plot([n] * len(runs), runs, ".", color=color, alpha=0.6, markersize=4)
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlabel("non-embedding parameters N")
