@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 import torch
 
-import companion
 from companion.figures import explorer
 from companion.figures.explorer import AttentionExplorer, show_attention
 
@@ -199,20 +198,3 @@ def test_the_script_and_style_ship_as_package_data():
     for name in ("explorer.js", "explorer.css"):
         assert f'"figures/{name}"' in pyproject
         assert (ROOT / "companion" / "figures" / name).is_file()
-
-
-def test_show_attention_is_lazy_and_needs_no_matplotlib():
-    code = (
-        "import sys, companion\n"
-        "assert 'companion.figures' not in sys.modules\n"
-        "from companion import show_attention\n"
-        "from companion.figures.explorer import show_attention as original\n"
-        "assert show_attention is original\n"
-        "assert 'matplotlib.pyplot' not in sys.modules, 'the explorer imported pyplot'\n"
-        "assert 'show_attention' in dir(companion) and 'show_attention' in companion.__all__\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stderr
-    assert companion.show_attention is show_attention

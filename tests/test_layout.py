@@ -243,13 +243,21 @@ def test_the_check_sees_a_bad_import(tmp_path):
     )
 
 
-def test_import_companion_leaves_matplotlib_alone():
-    """``import companion`` imports neither pyplot nor the figures; a plotting name still
-    imports from companion, on first use."""
+def test_import_companion_stays_light():
+    """``import companion`` (and its models and data modules) imports neither pyplot, the
+    figures nor sklearn; a plotting name or the explorer imports from companion on first use,
+    and the explorer needs no pyplot. One fresh process: the interpreter's start is the cost."""
     code = (
-        "import sys, companion\n"
-        "loaded = [m for m in ('matplotlib.pyplot', 'companion.figures') if m in sys.modules]\n"
+        "import sys, companion, companion.data.tasks.digits\n"
+        "import companion.models.vit, companion.models.cnn\n"
+        "heavy = ('matplotlib.pyplot', 'companion.figures', 'sklearn')\n"
+        "loaded = [m for m in heavy if m in sys.modules]\n"
         "assert not loaded, f'import companion imported {loaded}'\n"
+        "from companion import show_attention\n"
+        "from companion.figures.explorer import show_attention as original\n"
+        "assert show_attention is original\n"
+        "assert 'matplotlib.pyplot' not in sys.modules, 'the explorer imported pyplot'\n"
+        "assert 'show_attention' in dir(companion) and 'show_attention' in companion.__all__\n"
         "from companion import plot_attention\n"
         "from companion.figures.plot import plot_attention as original\n"
         "assert plot_attention is original\n"

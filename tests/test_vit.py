@@ -3,9 +3,6 @@ linear map, errors, mean attention distance, the CNN baseline and the digits spl
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import torch
@@ -269,15 +266,6 @@ def test_accuracy_counts_correct_answers():
             return self.bias.expand(len(X), 3)
 
     assert classification_accuracy(Always(), data, batch_size=4) == 0.5
-
-
-def test_companion_imports_sklearn_lazily():
-    code = (
-        "import sys, companion, companion.data.tasks.digits\n"
-        "import companion.models.vit, companion.models.cnn\n"
-        "assert 'sklearn' not in sys.modules, 'sklearn imported at import time'\n"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_time_to_quality_stops_on_validation_and_scores_on_test_once(monkeypatch):
