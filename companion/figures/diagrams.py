@@ -544,26 +544,20 @@ def draw_norm_placement() -> Figure:
     return fig
 
 
-def draw_kv_cache(num_steps: int = 4) -> Figure:
-    """The KV cache across decoding steps (sec-language-models, sec-kv-cache): at each step only
-    the new token's key and value are computed; the earlier ones are read from the cache.
-    ``num_steps`` is a positive integer."""
-    check_integer("num_steps", num_steps)
-    return _draw_caches(num_steps, 0)
-
-
 def draw_decoder_caches(num_steps: int = 4, source_steps: int = 3) -> Figure:
-    """The two caches of an encoder-decoder's decoder layer (sec-kv-cache): the self-attention
-    cache of :func:`draw_kv_cache`, and on the right the cross-attention cache, the encoder
-    outputs' keys and values, computed at step 1 and only read after that. ``num_steps`` and
-    ``source_steps`` are positive integers."""
+    """The two caches of an encoder-decoder's decoder layer (sec-kv-cache): on the left the
+    self-attention cache across decoding steps, where only the new token's key and value are
+    computed and the earlier ones are read from the cache; on the right the cross-attention
+    cache, the encoder outputs' keys and values, computed at step 1 and only read after that.
+    ``num_steps`` and ``source_steps`` are positive integers."""
     check_integer("num_steps", num_steps)
     check_integer("source_steps", source_steps)
     return _draw_caches(num_steps, source_steps)
 
 
 def _draw_caches(num_steps: int, source_steps: int) -> Figure:
-    """:func:`draw_kv_cache`, with ``source_steps`` > 0 a cross-attention cache beside it."""
+    """The self-attention cache over ``num_steps`` steps, with ``source_steps`` > 0 a
+    cross-attention cache beside it."""
     cross_x = 1.6 + num_steps + 1.9  # where the cross-attention cache starts
     width = cross_x + source_steps + 0.3 if source_steps else num_steps + 4.5
     fig, ax = _canvas(width, num_steps + 2.0, (7 + 0.8 * source_steps, 4.4))
