@@ -105,6 +105,8 @@ def snapshot(value):
         return snapshot(value.get_state())
     if isinstance(value, list | tuple):
         return tuple(snapshot(v) for v in value)
+    if isinstance(value, dict):  # e.g. check_decoder_block's weights, by name
+        return tuple((key, snapshot(v)) for key, v in value.items())
     return value
 
 
