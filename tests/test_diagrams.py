@@ -32,6 +32,7 @@ EXPECTED = {
     "draw_decoder_caches": ["step 4", "$k_4, v_4$", "$k'_3, v'_3$", "read from the cache"],
     "draw_prefill_decode": ["$q_7$", "$k_7$", "prefill: 4 queries\nin one pass"],
     "draw_vit_patching": ["[CLS] + pos", "patch 4 + pos", "8×8 image, 4×4 patches"],
+    "draw_gpt_stack": ["masked self-attention", "final layer norm", "tied: the same $E$"],
     "draw_bert_input": ["E[<cls>]", "$E_A$", "$E_B$", "$P_{8}$"],
     "draw_masking_rule": ["<mask>", "lovan", "10%: unchanged", "kas"],
     "draw_span_corruption": ["<X>", "<Y>", "<Z>", "decoder target"],

@@ -9,7 +9,12 @@ import math
 import pytest
 import torch
 
-from companion.exercises.lm import check_cached_causal_mask, check_prenorm_block, check_top_p_filter
+from companion.exercises.lm import (
+    check_cached_causal_mask,
+    check_causal_attention,
+    check_prenorm_block,
+    check_top_p_filter,
+)
 from companion.layers.attention import lined_up_mask
 
 # ----------------------------------------------------------------------------- top-p
@@ -253,3 +258,120 @@ def test_prenorm_block_hints(capsys):
         assert not check_prenorm_block(wrong, seed=0)
         out = capsys.readouterr().out
         assert hint in out, out
+
+
+# ----------------------------------------------------------------------------- the rules
+
+
+def test_top_p_refuses_companions_own_filter(capsys):
+    """An answer that calls the chapter's top_p_filter (or sample_next's module) gets the right
+    numbers without doing the exercise: it fails, with a hint that says why."""
+    from companion.generation.sampling import top_p_filter
+
+    for answer in (top_p_filter, lambda logits, p: top_p_filter(logits.clone(), p)):
+        assert not check_top_p_filter(answer, seed=0)
+        out = capsys.readouterr().out
+        assert "companion's own sampling" in out and "pass" not in out, out
+
+
+# ----------------------------------------------------------------------------- causal attention
+
+
+def causal_attention(Q, K, V):
+    num_queries, num_keys = Q.shape[-2], K.shape[-2]
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    visible = torch.ones(num_queries, num_keys, dtype=torch.bool).tril(num_keys - num_queries)
+    return scores.masked_fill(~visible, -math.inf).softmax(dim=-1) @ V
+
+
+def causal_attention_by_positions(Q, K, V):
+    """Another correct route: the mask from positions, as companion's attention_mask does."""
+    num_queries, num_keys = Q.shape[-2], K.shape[-2]
+    m = torch.arange(num_keys - num_queries, num_keys)[:, None]  # the queries' positions
+    n = torch.arange(num_keys)[None, :]
+    weights = torch.softmax((Q @ K.mT) * Q.shape[-1] ** -0.5 + torch.where(n <= m, 0.0, -1e9), -1)
+    return weights @ V
+
+
+@pytest.mark.parametrize("answer", [causal_attention, causal_attention_by_positions])
+def test_causal_attention_pass(answer, capsys):
+    for seed in range(3):
+        assert check_causal_attention(answer, seed=seed)
+        assert capsys.readouterr().out.startswith(f"pass: {answer.__name__} matches")
+
+
+def test_causal_attention_equals_companions(capsys):
+    """The reference is what companion's attention computes for the newest queries."""
+    from companion.layers.attention import DotProductAttention, lined_up_mask
+
+    def with_companion(Q, K, V):
+        mask = lined_up_mask(None, (1, Q.shape[-2], K.shape[-2]), causal=True)
+        return DotProductAttention(0.0)(Q, K, V, mask=mask)
+
+    torch.manual_seed(0)
+    Q, K, V = torch.randn(2, 3, 4, 5), torch.randn(2, 3, 7, 5), torch.randn(2, 3, 7, 2)
+    torch.testing.assert_close(causal_attention(Q, K, V), with_companion(Q, K, V))
+    assert not check_causal_attention(with_companion, seed=0)  # it is companion's own code
+    assert "companion's attention" in capsys.readouterr().out
+
+
+def mask_then(Q, K, V, *, offset=None, lower=True, diagonal=True, fill=-math.inf, scale=None):
+    num_queries, num_keys = Q.shape[-2], K.shape[-2]
+    shift = num_keys - num_queries if offset is None else offset
+    ones = torch.ones(num_queries, num_keys, dtype=torch.bool)
+    visible = ones.tril(shift if diagonal else shift - 1) if lower else ones.triu(shift)
+    divisor = math.sqrt(Q.shape[-1]) if scale is None else scale
+    return (Q @ K.mT / divisor).masked_fill(~visible, fill).softmax(-1) @ V
+
+
+def test_causal_attention_hints(capsys):
+    def after_softmax(Q, K, V):
+        num_queries, num_keys = Q.shape[-2], K.shape[-2]
+        visible = torch.ones(num_queries, num_keys).tril(num_keys - num_queries)
+        return (Q @ K.mT / math.sqrt(Q.shape[-1])).softmax(-1) * visible @ V
+
+    def over_queries(Q, K, V):
+        num_queries, num_keys = Q.shape[-2], K.shape[-2]
+        visible = torch.ones(num_queries, num_keys, dtype=torch.bool).tril(num_keys - num_queries)
+        return (Q @ K.mT / math.sqrt(Q.shape[-1])).masked_fill(~visible, -math.inf).softmax(-2) @ V
+
+    cases = [
+        (lambda Q, K, V: mask_then(Q, K, V, offset=0), "lined up with the *first* keys"),
+        (lambda Q, K, V: mask_then(Q, K, V, lower=False), "the wrong triangle"),
+        (lambda Q, K, V: mask_then(Q, K, V, diagonal=False), "the diagonal is masked"),
+        (after_softmax, "the mask is applied after the softmax"),
+        (lambda Q, K, V: mask_then(Q, K, V, fill=0.0), "set them to -inf"),
+        (lambda Q, K, V: torch.softmax(Q @ K.mT / math.sqrt(Q.shape[-1]), -1) @ V, "nothing is"),
+        (lambda Q, K, V: mask_then(Q, K, V, scale=1.0), "the scores are not scaled"),
+        (lambda Q, K, V: mask_then(Q, K, V, scale=Q.shape[-1]), "divided by d"),
+        (over_queries, "softmax over the queries"),
+        (lambda Q, K, V: causal_attention(Q, K, V)[..., :1, :], "shape: expected"),
+    ]
+    for wrong, hint in cases:
+        assert not check_causal_attention(wrong, seed=1)
+        out = capsys.readouterr().out
+        assert hint in out, out
+
+
+def test_causal_attention_refuses_the_fused_kernel(capsys):
+    def fused(Q, K, V):
+        num_queries, num_keys = Q.shape[-2], K.shape[-2]
+        visible = torch.ones(num_queries, num_keys, dtype=torch.bool).tril(num_keys - num_queries)
+        return torch.nn.functional.scaled_dot_product_attention(Q, K, V, attn_mask=visible)
+
+    assert not check_causal_attention(fused, seed=0)
+    out = capsys.readouterr().out
+    assert "scaled_dot_product_attention" in out and "pass" not in out, out
+
+
+def test_causal_attention_sizes_are_never_the_chapters():
+    seen = []
+
+    def spy(Q, K, V):
+        seen.append((Q.shape[-2], K.shape[-2], Q.shape[-1]))
+        return causal_attention(Q, K, V)
+
+    for seed in range(0, 40, 8):
+        assert check_causal_attention(spy, seed=seed)
+    assert all(d != 16 and k != 10 and q != 4 for q, k, d in seen)
+    assert any(q < k for q, k, _ in seen) and any(q == k for q, k, _ in seen)

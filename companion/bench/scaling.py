@@ -1,6 +1,6 @@
 """``python -m companion.bench scaling``: decoders of five widths, each trained with two budgets of
 data over seeds, scored by their gap to the invented language's entropy floor
-(companion.experiments.scaling, sec-pretraining); prints the table and writes
+(companion.experiments.scaling, sec-language-models); prints the table and writes
 companion/experiments/results/scaling.json, which the chapter plots."""
 
 from __future__ import annotations

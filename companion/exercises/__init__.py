@@ -15,6 +15,7 @@ from companion.exercises.efficient import check_chunked_linear_attention, check_
 from companion.exercises.kv_cache import check_cached_attention, check_kv_cache_bytes
 from companion.exercises.lm import (
     check_cached_causal_mask,
+    check_causal_attention,
     check_prenorm_block,
     check_top_p_filter,
 )
@@ -33,6 +34,7 @@ from companion.exercises.positional import (
 )
 from companion.exercises.pretraining import (
     check_gather_positions,
+    check_lora_forward,
     check_mask_sentence,
     check_mlm_loss,
 )
@@ -53,6 +55,7 @@ __all__ = [
     "check_bahdanau_context",
     "check_cached_attention",
     "check_cached_causal_mask",
+    "check_causal_attention",
     "check_causal_mask",
     "check_chunked_linear_attention",
     "check_cls_attention_map",
@@ -68,6 +71,7 @@ __all__ = [
     "check_length_normalized_scores",
     "check_linear_attention",
     "check_llama_block",
+    "check_lora_forward",
     "check_luong_step",
     "check_mask_sentence",
     "check_masked_softmax",

@@ -10,10 +10,20 @@ forward pass of GPT's pre-norm block, the chapter's own layer, and names a post-
 residual taken from the normalized input, swapped or missing norms, a missing residual and a
 norm at the block's end.
 
+``check_causal_attention`` checks causal self-attention built from scratch, the layer the
+chapter introduces: queries that are the newest steps after cached keys, scores scaled by
+``sqrt(d)``, the keys after each query hidden before the softmax. It names a mask lined up with
+the first keys, the wrong triangle, a masked diagonal, a mask applied after the softmax, a
+missing or wrong scale and a softmax over the queries.
+
 The sizes (and ``p``) are drawn afresh on every call (``seed=`` repeats a run, for tests) and are
 never the chapter's own (its examples use a vocabulary of 6 tokens and ``p = 0.9``; its cache
-example has 4 queries after 6 cached keys), so a solution that reads the notebook's variables
-instead of its arguments fails.
+example has 4 queries after 6 cached keys; its model's heads have 16 features), so a solution
+that reads the notebook's variables instead of its arguments fails. An answer must compute
+what it is asked for: one that calls the chapter's own ``top_p_filter`` (anything of
+``companion.generation``), companion's attention (``companion.layers.attention``) or torch's
+``scaled_dot_product_attention`` is told so, though its numbers are right
+(:func:`companion.exercises.rules.forbidden_call`).
 """
 
 from __future__ import annotations
@@ -24,12 +34,44 @@ from collections.abc import Callable
 import torch
 
 from companion.exercises.adapters import as_bool_mask
-from companion.exercises.core import Inputs, check
+from companion.exercises.core import Inputs, check, first_seed, seeded_generator
+from companion.exercises.rules import forbidden_call
 from companion.exercises.sizes import draw
 from companion.generation.sampling import top_p_filter
 
 CHAPTER_VOCAB, CHAPTER_P = 6, 0.9
 CHAPTER_QUERIES, CHAPTER_KEYS = 4, 10
+CHAPTER_HEAD_DIM = 16  # the chapter's GPT: width 64, 4 heads
+
+OWN_SAMPLING = {
+    "companion.generation": (
+        "the answer calls companion's own sampling (top_p_filter or sample_next): the exercise "
+        "is to filter the logits yourself, with torch operations"
+    )
+}
+OWN_ATTENTION = {
+    "companion.layers.attention": (
+        "the answer calls companion's attention (masked_softmax, DotProductAttention, "
+        "MultiHeadAttention ...): the exercise is to compute it yourself, with torch operations"
+    ),
+    "torch._C._nn.scaled_dot_product_attention": (
+        "the answer calls torch's scaled_dot_product_attention: the exercise is to compute the "
+        "scores, the mask and the softmax yourself"
+    ),
+    "torch.nn.functional.multi_head_attention_forward": (
+        "the answer calls torch's multi-head attention: the exercise is to compute the scores, "
+        "the mask and the softmax yourself"
+    ),
+}
+
+
+def _breaks_a_rule(student_fn: Callable, inputs: Inputs, rules: dict[str, str]) -> bool:
+    """Print the hint and return True when ``student_fn(*inputs)`` calls what ``rules``
+    forbid."""
+    hint = forbidden_call(student_fn, inputs, rules)
+    if hint:
+        print(f"hint: {hint}")
+    return hint is not None
 
 
 # ----------------------------------------------------------------------------- top-p
@@ -75,6 +117,9 @@ def check_top_p_filter(
     """``student_fn(logits, p)`` keeps, in each row of ``logits`` ``(batch, vocab)``, the fewest
     most likely tokens whose probabilities add up to at least ``p``, and sets every other logit
     to ``-inf``; it returns ``(batch, vocab)`` logits in the vocabulary's order."""
+    start = first_seed(seed)
+    if _breaks_a_rule(student_fn, _top_p_inputs(seeded_generator(start)), OWN_SAMPLING):
+        return False
     return check(
         student_fn,
         top_p_filter,
@@ -122,7 +167,7 @@ def check_top_p_filter(
                 "set to -inf",
             ),
         ],
-        seed=seed,
+        seed=start,
     )
 
 
@@ -303,4 +348,109 @@ def check_prenorm_block(
         ],
         seed=seed,
         atol=1e-4,
+    )
+
+
+# ----------------------------------------------------------------------------- causal attention
+
+WRONG_OFFSET = (
+    "the queries are lined up with the *first* keys: they are the newest steps, so query i sits "
+    "at position k - q + i (k keys, q queries) and sees every key up to it"
+)
+WRONG_TRIANGLE = (
+    "the wrong triangle: each query must see the keys *before* it and itself (positions n <= m), "
+    "and none after it"
+)
+DIAGONAL_MASKED = "the diagonal is masked: a query may see its own step"
+MASK_AFTER_SOFTMAX = (
+    "the mask is applied after the softmax: the kept weights no longer sum to 1. Fill the "
+    "hidden scores with -inf *before* the softmax"
+)
+ZERO_FILL = (
+    "hidden scores were set to 0, which still gets weight after the softmax: set them to -inf"
+)
+NO_MASK = "nothing is masked: each query must not see the keys after its own position"
+NO_SCALE = "the scores are not scaled: divide Q K^T by sqrt(d), d the queries' last size"
+SCALE_BY_D = "the scores are divided by d: divide by sqrt(d)"
+SOFTMAX_OVER_QUERIES = (
+    "softmax over the queries: each query's weights must sum to 1 over the keys (dim=-1)"
+)
+
+
+def _causal_attention(
+    Q: torch.Tensor,
+    K: torch.Tensor,
+    V: torch.Tensor,
+    *,
+    offset: int | None = None,
+    triangle: str = "lower",
+    diagonal: bool = True,
+    when: str = "before",
+    fill: float = -math.inf,
+    scale: str = "sqrt",
+    dim: int = -1,
+) -> torch.Tensor:
+    """softmax(Q K^T / sqrt(d), keys after each query hidden) V, right by default; each keyword
+    reproduces one typical mistake. The queries are the last ``q`` of the ``k`` positions."""
+    num_queries, num_keys, d = Q.shape[-2], K.shape[-2], Q.shape[-1]
+    divisor = {"sqrt": math.sqrt(d), "none": 1.0, "d": float(d)}[scale]
+    scores = Q @ K.transpose(-2, -1) / divisor  # (batch, heads, q, k)
+    shift = num_keys - num_queries if offset is None else offset
+    ones = torch.ones(num_queries, num_keys, dtype=torch.bool)
+    visible = ones.tril(shift) if triangle == "lower" else ones.triu(shift)
+    if not diagonal:
+        visible = ones.tril(shift - 1)
+    if triangle == "none":
+        visible = ones
+    if when == "after":
+        return (scores.softmax(dim=dim) * visible) @ V
+    return scores.masked_fill(~visible, fill).softmax(dim=dim) @ V
+
+
+def _causal_inputs(generator: torch.Generator) -> Inputs:
+    batch, heads = draw(generator, 1, 3), draw(generator, 1, 3)
+    num_keys = draw(generator, 3, 10, avoid=[CHAPTER_KEYS])
+    num_queries = draw(generator, 1, num_keys, avoid=[CHAPTER_QUERIES])
+    d = draw(generator, 2, 9, avoid=[CHAPTER_HEAD_DIM])
+    d_v = draw(generator, 2, 9)
+    Q = torch.randn(batch, heads, num_queries, d, generator=generator)
+    K = torch.randn(batch, heads, num_keys, d, generator=generator)
+    V = torch.randn(batch, heads, num_keys, d_v, generator=generator)
+    return Q, K, V
+
+
+def check_causal_attention(
+    student_fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
+    *,
+    seed: int | None = None,
+) -> bool:
+    """sec-language-models: ``student_fn(Q, K, V)`` is causal scaled dot-product attention for
+    queries ``Q`` ``(batch, heads, q, d)``, keys ``K`` ``(batch, heads, k, d)`` and values ``V``
+    ``(batch, heads, k, d_v)``, ``q <= k``: the queries are the newest ``q`` of the ``k`` steps
+    (the first ``k - q`` came from a cache), and query ``i``, at position ``k - q + i``, may
+    attend to the keys at positions up to its own. Returns ``(batch, heads, q, d_v)``."""
+    start = first_seed(seed)
+    if _breaks_a_rule(student_fn, _causal_inputs(seeded_generator(start)), OWN_ATTENTION):
+        return False
+
+    def mistake(**how: object) -> Callable[..., torch.Tensor]:
+        return lambda Q, K, V: _causal_attention(Q, K, V, **how)  # type: ignore[arg-type]
+
+    return check(
+        student_fn,
+        _causal_attention,
+        _causal_inputs,
+        mistakes=[
+            (mistake(offset=0), WRONG_OFFSET),
+            (mistake(triangle="upper"), WRONG_TRIANGLE),
+            (mistake(diagonal=False), DIAGONAL_MASKED),
+            (mistake(when="after"), MASK_AFTER_SOFTMAX),
+            (mistake(fill=0.0), ZERO_FILL),
+            (mistake(triangle="none"), NO_MASK),
+            (mistake(scale="none"), NO_SCALE),
+            (mistake(scale="d"), SCALE_BY_D),
+            (mistake(dim=-2), SOFTMAX_OVER_QUERIES),
+        ],
+        seed=start,
+        atol=1e-5,
     )

@@ -1,6 +1,6 @@
-"""A scaling measurement on the invented language (sec-pretraining): GPT-2-style decoders of five
-widths, each trained with two budgets of data, scored by their gap to the language's known
-entropy floor. ``python -m companion.bench scaling`` runs it and writes :data:`RESULTS`, which
+"""A scaling measurement on the invented language (sec-language-models): GPT-2-style decoders
+of five widths, each trained with two budgets of data, scored by their gap to the language's
+known entropy floor. ``python -m companion.bench scaling`` runs it and writes :data:`RESULTS`, which
 the chapter plots.
 
 Chinchilla's fit writes the loss as ``L(N, D) = E + A / N^alpha + B / D^beta``. For natural text

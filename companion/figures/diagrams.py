@@ -1000,6 +1000,56 @@ def draw_additive_attention() -> Figure:
     return fig
 
 
+def draw_gpt_stack() -> Figure:
+    """GPT, a decoder-only language model (sec-language-models), bottom to top: token ids, the
+    token embedding ``E`` plus learned positions, ``L`` pre-norm blocks whose self-attention is
+    causal, a final layer norm, and the output layer ``E^T`` (tied to the embedding), which
+    gives each position's scores for the next token."""
+    fig, ax = _canvas(10, 10.0, (6.0, 6.0))
+    ids = _box(ax, 4.0, 0.5, "token ids $x_1 \\dots x_n$", "plain", width=3.2, height=0.55)
+    embed = _box(ax, 4.0, 1.6, "$E[x]$ + positions $P$", "layer", width=3.2, height=0.6)
+    _arrow(ax, ids.top, embed.bottom)
+    ax.add_patch(
+        FancyBboxPatch(
+            (1.7, 2.3),
+            4.6,
+            4.85,
+            boxstyle="round,pad=0.08",
+            facecolor="#f7f7f7",
+            edgecolor="#333333",
+        )
+    )
+    ax.text(6.6, 6.7, "block (× $L$)", fontsize=10, va="center")
+    parts = [
+        (2.9, "layer norm", "plain"),
+        (3.7, "masked self-attention", "weight"),
+        (5.3, "layer norm", "plain"),
+        (6.1, "MLP", "layer"),
+    ]
+    ln1, attention, ln2, mlp = (
+        _box(ax, 4.0, y, text, kind, width=3.1, height=0.5, fontsize=9) for y, text, kind in parts
+    )
+    add1, add2 = (_box(ax, 4.0, y, "+", "plain", width=0.45, height=0.4) for y in (4.5, 6.8))
+    for lower, upper in ((embed, ln1), (ln1, attention), (attention, add1), (add1, ln2)):
+        _arrow(ax, lower.top, upper.bottom)
+    _arrow(ax, ln2.top, mlp.bottom)
+    _arrow(ax, mlp.top, add2.bottom)
+    for branch, add in ((2.45, add1), (4.9, add2)):  # the residual paths: plain sums
+        ax.plot([4.0, 2.3, 2.3], [branch, branch, add.y], color=COLORS["key"], linewidth=1.2)
+        _arrow(ax, (2.3, add.y), add.left, color=COLORS["key"])
+    ax.text(0.2, 3.6, "residual", fontsize=8, color=COLORS["key"])
+    norm = _box(ax, 4.0, 8.0, "final layer norm", "plain", width=2.8, height=0.5, fontsize=9)
+    _arrow(ax, add2.top, norm.bottom)
+    head = _box(ax, 4.0, 8.9, "$\\times E^\\top$ → logits", "layer", width=2.8, height=0.5)
+    _arrow(ax, norm.top, head.bottom)
+    ax.text(4.0, 9.6, "position $t$ scores the next token, $x_{t+1}$", ha="center", fontsize=9)
+    ax.plot([5.6, 8.6, 8.6], [1.6, 1.6, 8.9], color=COLORS["weight"], linewidth=1.2)
+    _arrow(ax, (8.6, 8.9), head.right, color=COLORS["weight"])
+    ax.text(8.75, 5.2, "tied: the same $E$", fontsize=8, color=COLORS["weight"], rotation=90)
+    ax.text(6.55, 3.7, "sees only\nearlier steps", fontsize=8, va="center")
+    return fig
+
+
 def draw_bert_input(
     tokens: Sequence[str] = ("<cls>", "ka", "rita", "kipu", "<sep>", "mo", "garo", "biku", "<sep>"),
     segments: Sequence[int] = (0, 0, 0, 0, 0, 1, 1, 1, 1),
