@@ -29,10 +29,10 @@ EXPECTED = {
     "draw_merge_tree": ["␣low\n260", "est\n257", "e\n101", "ids: [260, 257]"],
     "draw_transformer": ["masked self-attention", "cross-attention", "keys, values"],
     "draw_norm_placement": ["post-norm: $\\mathrm{LN}(x + f(x))$", "residual"],
-    "draw_kv_cache": ["step 4", "$k_4, v_4$", "read from the cache"],
-    "draw_decoder_caches": ["step 4", "$k'_3, v'_3$", "cross-attention cache: static"],
+    "draw_decoder_caches": ["step 4", "$k_4, v_4$", "$k'_3, v'_3$", "read from the cache"],
     "draw_prefill_decode": ["$q_7$", "$k_7$", "prefill: 4 queries\nin one pass"],
     "draw_vit_patching": ["<cls> + pos", "patch 4 + pos", "8×8 image, 4×4 patches", "4"],
+    "draw_gpt_stack": ["masked self-attention", "final layer norm", "tied: the same $E$"],
     "draw_bert_input": ["E[<cls>]", "$E_A$", "$E_B$", "$P_{8}$"],
     "draw_masking_rule": ["<mask>", "lovan", "10%: unchanged", "kas"],
     "draw_span_corruption": ["<X>", "<Y>", "<Z>", "decoder target"],
@@ -72,15 +72,10 @@ def test_diagram_sizes_follow_their_arguments():
         assert {"$t=3$", "head 3", "head 3?"} <= set(texts(fig)) and "head 4" not in texts(fig)
     finally:
         plt.close(fig)
-    fig = diagrams.draw_kv_cache(num_steps=6)
-    try:
-        assert "step 6" in texts(fig) and "step 7" not in texts(fig)
-    finally:
-        plt.close(fig)
     fig = diagrams.draw_decoder_caches(num_steps=3, source_steps=5)
     try:
         assert {"$k'_5, v'_5$", "cross-attention cache: static"} <= set(texts(fig))
-        assert "$k'_6, v'_6$" not in texts(fig)
+        assert "$k'_6, v'_6$" not in texts(fig) and "step 4" not in texts(fig)
     finally:
         plt.close(fig)
     fig = diagrams.draw_prefill_decode(prompt=2, new=5)

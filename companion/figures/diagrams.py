@@ -544,26 +544,20 @@ def draw_norm_placement() -> Figure:
     return fig
 
 
-def draw_kv_cache(num_steps: int = 4) -> Figure:
-    """The KV cache across decoding steps (sec-language-models, sec-kv-cache): at each step only
-    the new token's key and value are computed; the earlier ones are read from the cache.
-    ``num_steps`` is a positive integer."""
-    check_integer("num_steps", num_steps)
-    return _draw_caches(num_steps, 0)
-
-
 def draw_decoder_caches(num_steps: int = 4, source_steps: int = 3) -> Figure:
-    """The two caches of an encoder-decoder's decoder layer (sec-kv-cache): the self-attention
-    cache of :func:`draw_kv_cache`, and on the right the cross-attention cache, the encoder
-    outputs' keys and values, computed at step 1 and only read after that. ``num_steps`` and
-    ``source_steps`` are positive integers."""
+    """The two caches of an encoder-decoder's decoder layer (sec-kv-cache): on the left the
+    self-attention cache across decoding steps, where only the new token's key and value are
+    computed and the earlier ones are read from the cache; on the right the cross-attention
+    cache, the encoder outputs' keys and values, computed at step 1 and only read after that.
+    ``num_steps`` and ``source_steps`` are positive integers."""
     check_integer("num_steps", num_steps)
     check_integer("source_steps", source_steps)
     return _draw_caches(num_steps, source_steps)
 
 
 def _draw_caches(num_steps: int, source_steps: int) -> Figure:
-    """:func:`draw_kv_cache`, with ``source_steps`` > 0 a cross-attention cache beside it."""
+    """The self-attention cache over ``num_steps`` steps, with ``source_steps`` > 0 a
+    cross-attention cache beside it."""
     cross_x = 1.6 + num_steps + 1.9  # where the cross-attention cache starts
     width = cross_x + source_steps + 0.3 if source_steps else num_steps + 4.5
     fig, ax = _canvas(width, num_steps + 2.0, (7 + 0.8 * source_steps, 4.4))
@@ -1005,6 +999,56 @@ def draw_additive_attention() -> Figure:
     score = _box(ax, 12.0, 2.3, "scores\n$(b, n_q, n_k)$", "weight", 1.6, 0.95)
     _arrow(ax, read.right, score.left)
     ax.text(7.0, 4.3, "every query meets every key by broadcasting", fontsize=9, ha="center")
+    return fig
+
+
+def draw_gpt_stack() -> Figure:
+    """GPT, a decoder-only language model (sec-language-models), bottom to top: token ids, the
+    token embedding ``E`` plus learned positions, ``L`` pre-norm blocks whose self-attention is
+    causal, a final layer norm, and the output layer ``E^T`` (tied to the embedding), which
+    gives each position's scores for the next token."""
+    fig, ax = _canvas(10, 10.0, (6.0, 6.0))
+    ids = _box(ax, 4.0, 0.5, "token ids $x_1 \\dots x_n$", "plain", width=3.2, height=0.55)
+    embed = _box(ax, 4.0, 1.6, "$E[x]$ + positions $P$", "layer", width=3.2, height=0.6)
+    _arrow(ax, ids.top, embed.bottom)
+    ax.add_patch(
+        FancyBboxPatch(
+            (1.7, 2.3),
+            4.6,
+            4.85,
+            boxstyle="round,pad=0.08",
+            facecolor="#f7f7f7",
+            edgecolor="#333333",
+        )
+    )
+    ax.text(6.6, 6.7, "block (× $L$)", fontsize=10, va="center")
+    parts = [
+        (2.9, "layer norm", "plain"),
+        (3.7, "masked self-attention", "weight"),
+        (5.3, "layer norm", "plain"),
+        (6.1, "MLP", "layer"),
+    ]
+    ln1, attention, ln2, mlp = (
+        _box(ax, 4.0, y, text, kind, width=3.1, height=0.5, fontsize=9) for y, text, kind in parts
+    )
+    add1, add2 = (_box(ax, 4.0, y, "+", "plain", width=0.45, height=0.4) for y in (4.5, 6.8))
+    for lower, upper in ((embed, ln1), (ln1, attention), (attention, add1), (add1, ln2)):
+        _arrow(ax, lower.top, upper.bottom)
+    _arrow(ax, ln2.top, mlp.bottom)
+    _arrow(ax, mlp.top, add2.bottom)
+    for branch, add in ((2.45, add1), (4.9, add2)):  # the residual paths: plain sums
+        ax.plot([4.0, 2.3, 2.3], [branch, branch, add.y], color=COLORS["key"], linewidth=1.2)
+        _arrow(ax, (2.3, add.y), add.left, color=COLORS["key"])
+    ax.text(0.2, 3.6, "residual", fontsize=8, color=COLORS["key"])
+    norm = _box(ax, 4.0, 8.0, "final layer norm", "plain", width=2.8, height=0.5, fontsize=9)
+    _arrow(ax, add2.top, norm.bottom)
+    head = _box(ax, 4.0, 8.9, "$\\times E^\\top$ → logits", "layer", width=2.8, height=0.5)
+    _arrow(ax, norm.top, head.bottom)
+    ax.text(4.0, 9.6, "position $t$ scores the next token, $x_{t+1}$", ha="center", fontsize=9)
+    ax.plot([5.6, 8.6, 8.6], [1.6, 1.6, 8.9], color=COLORS["weight"], linewidth=1.2)
+    _arrow(ax, (8.6, 8.9), head.right, color=COLORS["weight"])
+    ax.text(8.75, 5.2, "tied: the same $E$", fontsize=8, color=COLORS["weight"], rotation=90)
+    ax.text(6.55, 3.7, "sees only\nearlier steps", fontsize=8, va="center")
     return fig
 
 
