@@ -86,3 +86,13 @@ def test_the_llama_recipe_is_the_gpt_recipe_with_the_all_four_model(monkeypatch)
         0.002 * num_parameters(model.config)
     )  # the GPT recipe's size
     assert result.model.startswith("Llama-style") and result.reached is False
+
+
+def test_the_paired_plot_draws_each_runs_difference_and_refuses_unpaired_runs():
+    from companion.figures.decoder import plot_ablation_pairs
+
+    plot_ablation_pairs({"GPT-2 block": [0.1, 0.2], "all four": [0.05, 0.1]})
+    with pytest.raises(ValueError, match="baseline 'GPT-2 block' is not one of the variants"):
+        plot_ablation_pairs({"all four": [0.05, 0.1]})
+    with pytest.raises(ValueError, match="one gap per seed"):
+        plot_ablation_pairs({"GPT-2 block": [0.1, 0.2], "all four": [0.05]})

@@ -36,6 +36,10 @@ EXPECTED = {
     "draw_bert_input": ["E[<cls>]", "$E_A$", "$E_B$", "$P_{8}$"],
     "draw_masking_rule": ["<mask>", "lovan", "10%: unchanged", "kas"],
     "draw_span_corruption": ["<X>", "<Y>", "<Z>", "decoder target"],
+    "draw_decoder_blocks": ["GPT-2 block (2019)", "RMSNorm", "SwiGLU, width ≈ 8d/3", "+"],
+    "draw_kv_sharing": ["grouped-query (GQA)", "$q_4$", "cache: 2 heads per token"],
+    "draw_rope_pairings": ["halves\n(Hugging Face)", "$x_{7}$"],
+    "draw_rolling_cache": ["slot 3", "token 6", "overwrites $k_{2}$ in slot 2"],
 }
 
 
@@ -76,6 +80,16 @@ def test_diagram_sizes_follow_their_arguments():
     try:
         assert {"$k'_5, v'_5$", "cross-attention cache: static"} <= set(texts(fig))
         assert "$k'_6, v'_6$" not in texts(fig) and "step 4" not in texts(fig)
+    finally:
+        plt.close(fig)
+    fig = diagrams.draw_rolling_cache(window=3, num_steps=5)
+    try:
+        assert "overwrites $k_{1}$ in slot 1" in texts(fig) and "slot 3" not in texts(fig)
+    finally:
+        plt.close(fig)
+    fig = diagrams.draw_kv_sharing(num_heads=6)
+    try:
+        assert {"$q_6$", "cache: 6 heads per token"} <= set(texts(fig))
     finally:
         plt.close(fig)
     fig = diagrams.draw_prefill_decode(prompt=2, new=5)

@@ -1,6 +1,8 @@
 """Length extrapolation (companion.experiments.extrapolation): rows pack whole sentences, every
-length shares one floor, each position scheme scores every length, learned positions beyond the
-training length stay untrained, and the committed results hold what the chapter reads."""
+length shares one floor, each position scheme scores every length (NoPE is ALiBi without
+slopes), the gap by stretch of positions adds up to the gap, the window and the rescaled
+rotations of the evaluation are undone after it, learned positions beyond the training length
+stay untrained, and the committed results hold what the chapter reads."""
 
 from __future__ import annotations
 
@@ -18,10 +20,15 @@ from companion.experiments.extrapolation import (
     SCHEMES,
     gaps_by_length,
     length_data,
+    length_scores,
     load_length_results,
+    no_positions,
     packed_arrays,
+    packed_spans,
+    rescale_rope,
     scale_sinusoids,
     scheme_configs,
+    set_window,
 )
 from companion.figures.decoder import plot_length
 from companion.models.decoder import DecoderLM
@@ -111,6 +118,45 @@ def test_learned_rows_beyond_the_training_length_keep_their_initialisation(data)
     assert not torch.equal(table[:16], initial[:16])
 
 
+def test_the_spans_say_where_each_sentence_lies_in_the_packed_rows():
+    sentences = invented_sentences(30, seed=4)
+    _, labels = packed_arrays(sentences, VOCAB, num_steps=32)
+    spans = packed_spans(sentences, VOCAB, num_steps=32)
+    assert len(spans) == len(sentences)
+    for (row, first, last), sentence in zip(spans, sentences):
+        assert labels[row, first : last + 1].tolist() == [*VOCAB[sentence], VOCAB.eos]
+
+
+def test_nope_is_alibi_without_slopes():
+    model = DecoderLM(tiny_configs(64)["none"])
+    no_positions(model)
+    assert all(blk.attention.alibi_slopes.abs().sum() == 0 for blk in model.blks)
+    with pytest.raises(ValueError, match="not ALiBi"):
+        no_positions(DecoderLM(tiny_configs(64)["rope"]))
+
+
+def test_the_stretches_add_up_to_the_gap_and_the_evaluation_changes_are_undone(data):
+    config = tiny_configs(64)["rope"]
+    scores = length_scores(config, data, seed=0, steps=2, batch_size=4, scheme="rope")
+    assert set(scores) == {"gaps", "by_position", "window", "interpolated", "ntk"}
+    assert [len(scores["by_position"][n]) for n in (16, 32, 64)] == [1, 2, 4]
+    assert scores["by_position"][16][0] == pytest.approx(scores["gaps"][16])
+    for key in ("window", "interpolated", "ntk"):  # at the training length nothing changes
+        assert scores[key][16] == pytest.approx(scores["gaps"][16], abs=1e-5), key
+    model = DecoderLM(config)
+    before = [blk.attention.rotary.inv_freq.clone() for blk in model.blks]
+    rescale_rope(model, 4.0, "interpolated")
+    assert torch.allclose(model.blks[0].attention.rotary.inv_freq, before[0] / 4)
+    rescale_rope(model, 4.0, "ntk")
+    assert model.blks[0].attention.rotary.inv_freq[0] == before[0][0]  # the fastest pair kept
+    rescale_rope(model, 1.0, "none")
+    assert all(torch.equal(blk.attention.rotary.inv_freq, b) for blk, b in zip(model.blks, before))
+    set_window(model, 16)
+    assert all(blk.attention.window == 16 for blk in model.blks)
+    set_window(model, None)
+    assert all(blk.attention.window is None for blk in model.blks)
+
+
 def test_the_committed_results_hold_what_the_chapter_reads():
     results = load_length_results()
     settings = results["settings"]
@@ -124,6 +170,10 @@ def test_the_committed_results_hold_what_the_chapter_reads():
             assert len(cell["gaps"]) == settings["seeds"] >= 3, scheme
             assert cell["mean"] == pytest.approx(statistics.fmean(cell["gaps"]), abs=1e-4)
             assert cell["std"] == pytest.approx(statistics.stdev(cell["gaps"]), abs=1e-4)
+        longest = str(max(settings["lengths"]))
+        assert len(row["by_position"][longest]) == int(longest) // settings["train_length"]
+        assert ("window" in row) == (scheme in ("rope", "alibi", "none")), scheme
+        assert ("interpolated" in row) == ("ntk" in row) == (scheme == "rope"), scheme
 
 
 def test_the_committed_results_ship_with_the_package():
@@ -149,3 +199,18 @@ def test_the_figure_draws_each_scheme_and_refuses_a_length_without_seeds():
     plt.close("all")
     with pytest.raises(ValueError, match="non-empty"):
         plot_length({"rope": {16: [0.1], 32: []}}, 16)
+
+
+def test_the_figure_by_position_draws_each_scheme_and_refuses_missing_seeds():
+    import matplotlib.pyplot as plt
+
+    from companion.figures.decoder import plot_gap_by_position
+
+    stretches = {"learned": [[0.1, 0.2], [0.5, 0.6]], "rope": [[0.1, 0.1], [0.2, 0.3]]}
+    plot_gap_by_position(stretches, 16)
+    ax = plt.gcf().axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0–15", "16–31"]
+    assert [line.get_label() for line in ax.get_legend().get_lines()] == ["learned", "rope"]
+    plt.close("all")
+    with pytest.raises(ValueError, match="non-empty"):
+        plot_gap_by_position({"rope": [[0.1], []]}, 16)

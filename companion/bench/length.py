@@ -1,7 +1,8 @@
 """``python -m companion.bench length``: trains the GPT-2 block with learned, sinusoidal, RoPE
-and ALiBi positions at one context length, over seeds, and scores each at one, two and four
-times that length (companion.experiments.extrapolation, sec-modern-decoder); prints the table and
-writes companion/experiments/results/length.json, which the chapter plots."""
+and ALiBi positions and with none (NoPE) at one context length, over seeds, and scores each at
+one, two and four times that length, by stretch of positions, with a sliding window, and (RoPE)
+with rescaled rotations (companion.experiments.extrapolation, sec-modern-decoder); prints the
+tables and writes companion/experiments/results/length.json, which the chapter plots."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ from companion.experiments.extrapolation import (
     SINUSOID_SCALE,
     STEPS,
     TRAIN_LENGTH,
-    gaps_by_length,
     length_data,
+    length_scores,
     scheme_configs,
 )
 from companion.measure import use_threads
@@ -37,13 +38,29 @@ def summary(gaps: list[float]) -> dict[str, Any]:
     }
 
 
-def _table(results: dict) -> list[str]:
+def _table(results: dict, key: str = "lengths", suffix: str = "") -> list[str]:
     lengths = results["settings"]["lengths"]
     lines = [f"{'positions':<19}" + "".join(f"{'at ' + str(n):>17}" for n in lengths)]
     for scheme, row in results["schemes"].items():
-        cells = [row["lengths"][str(n)] for n in lengths]
+        if key not in row:
+            continue
+        cells = [row[key][str(n)] for n in lengths]
         means = "".join(f"{c['mean']:>9.4f} ± {c['std'] or 0:.4f}" for c in cells)
-        lines.append(f"{scheme:<19}{means}")
+        lines.append(f"{scheme + suffix:<19}{means}")
+    return lines
+
+
+def _position_table(results: dict) -> list[str]:
+    n = max(results["settings"]["lengths"])
+    T = results["settings"]["train_length"]
+    lines = [
+        f"{'positions':<19}" + "".join(f"{f'{i * T}-{(i + 1) * T - 1}':>17}" for i in range(n // T))
+    ]
+    for scheme, row in results["schemes"].items():
+        cells = row["by_position"][str(n)]
+        lines.append(
+            f"{scheme:<19}" + "".join(f"{c['mean']:>9.4f} ± {c['std'] or 0:.4f}" for c in cells)
+        )
     return lines
 
 
@@ -60,16 +77,27 @@ def main(argv: Sequence[str]) -> int:
     load_before, start = common.load_average(), time.perf_counter()
     lengths = [factor * args.train_length for factor in FACTORS]
     configs = scheme_configs(len(language_model_vocab()), max(lengths))
-    gaps: dict[str, dict[int, list[float]]] = {s: {n: [] for n in lengths} for s in SCHEMES}
+    runs: dict[str, list[dict]] = {s: [] for s in SCHEMES}  # scheme -> per seed: its scores
     for seed in range(args.seeds):
         data = length_data(seed, args.steps * args.batch_size, args.train_length, FACTORS)
         for scheme, config in configs.items():
             common.log(f"[length] seed {seed}: {scheme}")
-            by_length = gaps_by_length(
-                config, data, seed, args.steps, args.batch_size, device, scheme
+            runs[scheme].append(
+                length_scores(config, data, seed, args.steps, args.batch_size, device, scheme)
             )
-            for n, gap in by_length.items():
-                gaps[scheme][n].append(gap)
+
+    def by_length(scheme: str, key: str) -> dict[str, Any]:
+        return {str(n): summary([run[key][n] for run in runs[scheme]]) for n in lengths}
+
+    def by_position(scheme: str) -> dict[str, Any]:
+        return {
+            str(n): [
+                summary([run["by_position"][n][i] for run in runs[scheme]])
+                for i in range(n // args.train_length)
+            ]
+            for n in lengths
+        }
+
     results: dict[str, Any] = {
         **common.run_record("length", device, threads, load_before),
         "seconds": round(time.perf_counter() - start, 1),
@@ -86,7 +114,13 @@ def main(argv: Sequence[str]) -> int:
             scheme: {
                 "positions": SCHEMES[scheme],
                 "scale": SINUSOID_SCALE if scheme == "sinusoidal, scaled" else 1.0,
-                "lengths": {str(n): summary(gaps[scheme][n]) for n in lengths},
+                "lengths": by_length(scheme, "gaps"),
+                "by_position": by_position(scheme),
+                **{
+                    key: by_length(scheme, key)
+                    for key in ("window", "interpolated", "ntk")
+                    if key in runs[scheme][0]
+                },
             }
             for scheme in SCHEMES
         },
@@ -100,6 +134,16 @@ def main(argv: Sequence[str]) -> int:
         ),
         "",
         *_table(results),
+        "",
+        f"At {max(lengths)} tokens, by where a sentence ends (positions)",
+        *_position_table(results),
+        "",
+        f"With a sliding window of {args.train_length} at evaluation",
+        *_table(results, "window"),
+        "",
+        "RoPE rescaled for the longer rows: position interpolation, NTK-aware",
+        *_table(results, "interpolated", ", interpolated"),
+        *_table(results, "ntk", ", NTK-aware")[1:],
     ]
     print("\n".join(lines))
     return 0

@@ -36,6 +36,9 @@ import torch
 from companion.exercises.core import Inputs, check, first_seed, seeded_generator
 from companion.exercises.rules import forbidden_call
 from companion.exercises.sizes import draw
+from companion.layers.attention import MultiHeadAttention
+from companion.layers.feedforward import SwiGLU
+from companion.layers.norms import RMSNorm
 from companion.layers.rotary import RotaryEmbedding
 
 CHAPTER_HEADS, CHAPTER_KV_HEADS, CHAPTER_HEAD_DIM = 4, 2, 16
@@ -271,14 +274,21 @@ def _llama_block(
 def llama_block_weights(block: torch.nn.Module) -> dict[str, torch.Tensor]:
     """The weights of a Llama-style :class:`~companion.layers.blocks.PreNormBlock`, named as the
     exercise names them (``nn.Linear`` layout, ``(out, in)``), detached."""
-    a, f = block.attention, block.mlp
+    a, f, ln1, ln2 = block.attention, block.mlp, block.ln1, block.ln2
+    if not (
+        isinstance(a, MultiHeadAttention)
+        and isinstance(f, SwiGLU)
+        and isinstance(ln1, RMSNorm)
+        and isinstance(ln2, RMSNorm)
+    ):
+        raise TypeError("a Llama-style block: RMSNorm, MultiHeadAttention and SwiGLU")
     weights = {
-        "norm1": block.ln1.weight,
+        "norm1": ln1.weight,
         "W_q": a.W_q.weight,
         "W_k": a.W_k.weight,
         "W_v": a.W_v.weight,
         "W_o": a.W_o.weight,
-        "norm2": block.ln2.weight,
+        "norm2": ln2.weight,
         "W_gate": f.gate_proj.weight,
         "W_up": f.up_proj.weight,
         "W_down": f.down_proj.weight,
@@ -308,6 +318,8 @@ def _block_inputs(generator: torch.Generator) -> Inputs:
     torch.random.set_rng_state(state)  # the notebook's own draws are left alone
     with torch.no_grad():
         for norm in (block.ln1, block.ln2):
+            if not isinstance(norm, RMSNorm):
+                raise TypeError(f"a Llama-style block normalizes with RMSNorm, not {norm}")
             norm.weight.copy_(0.5 + torch.rand(d, generator=generator))
     batch, steps = draw(generator, 1, 2), draw(generator, 3, 7)
     X = torch.randn(batch, steps, d, generator=generator)

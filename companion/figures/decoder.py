@@ -102,3 +102,78 @@ def plot_length(
     ax.grid(alpha=0.3)
     ax.legend(frameon=False, fontsize="small")
     _finish(fig, path)
+
+
+def plot_ablation_pairs(
+    gaps: dict[str, list[float]],
+    baseline: str = "GPT-2 block",
+    figsize: tuple[float, float] = (7.5, 3.2),
+    *,
+    path: str | Path | None = None,
+) -> None:
+    """Two panels, one row per variant in the order of ``gaps`` (name -> the gap to the entropy
+    floor of each seed, the seeds in the same order for every variant). Left: each seed a dot,
+    the mean a bar. Right: each seed's gap minus the ``baseline``'s on the same seed (the
+    variants of one seed share its sentences), a dot per seed, the mean a bar, and a line at
+    zero: left of it, the variant is closer to the floor than the baseline."""
+    _check_gaps(gaps)
+    if baseline not in gaps:
+        raise ValueError(f"baseline {baseline!r} is not one of the variants {list(gaps)}")
+    seeds = len(gaps[baseline])
+    if any(len(values) != seeds for values in gaps.values()):
+        raise ValueError("every variant needs one gap per seed, as many as the baseline's")
+    fig, (left, right) = plt.subplots(1, 2, figsize=figsize, sharey=True)
+    for row, values in enumerate(gaps.values()):
+        differences = [v - b for v, b in zip(values, gaps[baseline])]
+        for ax, points in ((left, values), (right, differences)):
+            ax.plot(points, [row] * len(points), "o", color="C0", ms=4, alpha=0.7)
+            ax.plot([statistics.fmean(points)] * 2, [row - 0.3, row + 0.3], color="C1", lw=2)
+    left.set_yticks(range(len(gaps)), labels=list(gaps))
+    left.invert_yaxis()  # the first variant on top
+    left.set_xlabel("gap to the floor (nats per token)")
+    right.axvline(0, color="gray", lw=1)
+    right.set_xlabel(f"minus the {baseline}'s, same seed")
+    for ax in (left, right):
+        ax.grid(axis="x", alpha=0.3)
+    _finish(fig, path)
+
+
+def plot_gap_by_position(
+    stretches: dict[str, list[list[float]]],
+    train_length: int,
+    figsize: tuple[float, float] = (5.5, 3.2),
+    *,
+    path: str | Path | None = None,
+) -> None:
+    """The gap to the entropy floor of the sentences that end in each stretch of
+    ``train_length`` positions of a long row, one line per position scheme (``stretches``:
+    scheme -> for each stretch, the gap of each seed): dots are the seeds, the line joins the
+    means, the gap axis is logarithmic when every gap is positive. The first stretch lies
+    within the training length."""
+    check_integer("train_length", train_length)
+    if not isinstance(stretches, Mapping) or not stretches:
+        raise ValueError(
+            f"stretches must map each scheme to its stretches; got {describe(stretches)}"
+        )
+    fig, ax = plt.subplots(figsize=figsize)
+    count = len(next(iter(stretches.values())))
+    for i, (scheme, row) in enumerate(stretches.items()):
+        if len(row) != count or any(not seeds for seeds in row):
+            raise ValueError(f"stretches[{scheme!r}] needs {count} non-empty lists of gaps")
+        xs = [s + 0.04 * (i - (len(stretches) - 1) / 2) for s in range(count)]
+        ax.plot(xs, [statistics.fmean(seeds) for seeds in row], "-", color=f"C{i}", label=scheme)
+        for x, seeds in zip(xs, row):
+            ax.plot([x] * len(seeds), seeds, "o", color=f"C{i}", ms=3.5, alpha=0.7)
+    values = [g for row in stretches.values() for seeds in row for g in seeds]
+    if min(values) > 0:
+        ax.set_yscale("log")
+        ticks = [t for t in (0.05, 0.1, 0.2, 0.5, 1, 2, 5) if min(values) <= t <= max(values)]
+        ax.set_yticks(ticks, labels=[f"{t:g}" for t in ticks])
+        ax.yaxis.set_minor_formatter("")
+    labels = [f"{s * train_length}–{(s + 1) * train_length - 1}" for s in range(count)]
+    ax.set_xticks(range(count), labels=labels)
+    ax.set_xlabel(f"positions where a sentence ends (trained on rows of {train_length})")
+    ax.set_ylabel("gap to the floor (nats/token)")
+    ax.grid(alpha=0.3)
+    ax.legend(frameon=False, fontsize="small", ncol=2)
+    _finish(fig, path)

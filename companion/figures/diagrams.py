@@ -16,7 +16,7 @@ from typing import NamedTuple
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
+from matplotlib.patches import Arc, FancyArrowPatch, FancyBboxPatch, Rectangle
 
 from companion._validate import check_integer, check_number, check_sequence
 
@@ -670,6 +670,152 @@ def draw_vit_patching(image_size: int = 8, patch_size: int = 4) -> Figure:
         _arrow(ax, token.right, encoder.left)
     head = _box(ax, 12.9, 4.6, "LN + linear\n→ class", "plain", width=2.0, height=0.9, fontsize=9)
     _arrow(ax, encoder.top, head.left, "<cls>'s\noutput", bend=-0.3)
+    return fig
+
+
+def draw_decoder_blocks() -> Figure:
+    """GPT-2's decoder block beside a Llama-style one (sec-modern-decoder): the same pre-norm
+    skeleton, normalize, attend, add; normalize, feed forward, add. The four changes are drawn
+    in orange: RMSNorm for layer norm, RoPE's rotation of the queries and keys inside attention
+    for learned positions added to the input, SwiGLU for the GELU MLP, and key-value heads
+    shared by groups of query heads."""
+    fig, ax = _canvas(10.4, 8.2, (7.6, 6.0))
+    changed = "query"  # the four changes, in orange
+    columns = (
+        (2.6, "GPT-2 block (2019)", "tokens + learned positions", [
+            ("layer norm", "plain"),
+            ("masked multi-head\nattention", "weight"),
+            ("layer norm", "plain"),
+            ("MLP: GELU, width 4d", "layer"),
+        ]),
+        (7.8, "Llama-style block (2023)", "tokens (no position vectors)", [
+            ("RMSNorm", changed),
+            ("masked attention, RoPE on q, k;\nkey-value heads shared (GQA)", changed),
+            ("RMSNorm", changed),
+            ("SwiGLU, width ≈ 8d/3", changed),
+        ]),
+    )  # fmt: skip
+    for x, title, inputs, sublayers in columns:
+        ax.text(x, 7.85, title, ha="center", fontsize=11, weight="bold")
+        start = _box(ax, x, 0.55, inputs, "plain", width=3.6, height=0.55, fontsize=9)
+        if "learned" in inputs:
+            ax.patches[-1].set_facecolor(COLORS["state"])
+        previous, y = start, 1.55
+        for i, (text, kind) in enumerate(sublayers):
+            box = _box(ax, x, y, text, kind, width=3.4, height=0.8 if "\n" in text else 0.55,
+                       fontsize=9)  # fmt: skip
+            _arrow(ax, previous.top, box.bottom)
+            previous, y = box, y + 1.05 + (0.2 if "\n" in text else 0)
+            if i % 2:  # after the sublayer: add the residual
+                add = _box(ax, x, y, "+", "plain", width=0.5, height=0.45)
+                _arrow(ax, previous.top, add.bottom)
+                bottom = y - 1.05 * 2 - (0.2 if "\n" in text else 0) - 0.45
+                ax.plot([x - 2.0, x - 2.0], [bottom, y], color=COLORS["key"], lw=1.2)
+                ax.plot([x, x - 2.0], [bottom, bottom], color=COLORS["key"], lw=1.2)
+                _arrow(ax, (x - 2.0, y), add.left, color=COLORS["key"])
+                previous, y = add, y + 0.8
+        _arrow(ax, previous.top, (x, 7.45))
+    ax.text(0.3, 2.4, "residual", rotation=90, va="center", fontsize=8, color=COLORS["key"])
+    ax.add_patch(Rectangle((3.6, 0.02), 0.35, 0.2, facecolor=COLORS[changed]))
+    ax.text(4.05, 0.12, "changed from GPT-2", va="center", fontsize=8)
+    return fig
+
+
+def draw_kv_sharing(num_heads: int = 4) -> Figure:
+    """Multi-head, grouped-query and multi-query attention (sec-modern-decoder), side by side:
+    ``num_heads`` query heads on top, the key-value heads below, a line from each query head to
+    the key-value head it reads. Grouped-query attention shares each key-value head among
+    ``num_heads / 2`` consecutive query heads (2 key-value heads); the cache keeps only the
+    key-value heads. ``num_heads`` is 2, 4 or 6."""
+    check_integer("num_heads", num_heads, minimum=2, maximum=6)
+    if num_heads % 2:
+        raise ValueError(f"num_heads must be even (GQA shares 2 key-value heads); got {num_heads}")
+    step = 0.75
+    width = 3 * (num_heads * step + 0.9) + 0.3
+    fig, ax = _canvas(width, 4.4, (min(9.5, 0.9 * width), 3.9))
+    kinds = (("multi-head (MHA)", num_heads), ("grouped-query (GQA)", 2), ("multi-query (MQA)", 1))
+    for panel, (title, kv_heads) in enumerate(kinds):
+        left = 0.3 + panel * (num_heads * step + 0.9)
+        middle = left + num_heads * step / 2
+        ax.text(middle, 4.1, title, ha="center", fontsize=10, weight="bold")
+        group = num_heads // kv_heads
+        kv_x = [left + (j * group + group / 2) * step for j in range(kv_heads)]
+        for i in range(num_heads):
+            x = left + (i + 0.5) * step
+            _box(ax, x, 3.2, f"$q_{i + 1}$", "query", width=0.55, height=0.5, fontsize=9)
+            ax.plot([x, kv_x[i // group]], [2.93, 1.67], color="#555555", lw=1)
+        for j, x in enumerate(kv_x):
+            _box(ax, x, 1.3, f"$k_{j + 1}, v_{j + 1}$", "key", width=min(0.9, group * step - 0.1)
+                 if group > 1 else 0.62, height=0.62, fontsize=8)  # fmt: skip
+        ax.text(middle, 0.35, f"cache: {kv_heads} head{'s' if kv_heads > 1 else ''} per token",
+                ha="center", fontsize=9)  # fmt: skip
+    return fig
+
+
+def draw_rope_pairings(head_dim: int = 8) -> Figure:
+    """The two ways RoPE pairs a head's features (sec-modern-decoder): the paper's interleaved
+    pairs ``(2j, 2j+1)`` and Hugging Face Llama's halves ``(j, j + d/2)``. Each feature is drawn
+    as a cell coloured by its pair ``j``, which turns by the angle ``i omega_j`` at position
+    ``i``; an arc joins the two features of each pair. ``head_dim`` is 4, 6 or 8."""
+    check_integer("head_dim", head_dim, minimum=4, maximum=2 * len(HEAD_COLORS))
+    if head_dim % 2:
+        raise ValueError(f"head_dim must be even (RoPE turns pairs); got {head_dim}")
+    half, size = head_dim // 2, 0.8
+    fig, ax = _canvas(3.2 + head_dim * size + 0.4, 4.6, (7.0, 3.3))
+    rows = (
+        (3.1, "interleaved\n(the paper, Meta)", [f // 2 for f in range(head_dim)]),
+        (0.9, "halves\n(Hugging Face)", [f % half for f in range(head_dim)]),
+    )
+    for y, title, pair_of in rows:
+        ax.text(3.0, y + size / 2, title, ha="right", va="center", fontsize=9)
+        for feature, pair in enumerate(pair_of):
+            x = 3.2 + feature * size
+            ax.add_patch(Rectangle((x, y), size - 0.06, size, facecolor=HEAD_COLORS[pair],
+                                   edgecolor="#333333"))  # fmt: skip
+            ax.text(x + size / 2, y + size / 2, f"$x_{{{feature}}}$", ha="center", va="center",
+                    fontsize=9)  # fmt: skip
+        for pair in range(half):
+            a, b = (f for f, p in enumerate(pair_of) if p == pair)
+            xa, xb = (3.2 + (f + 0.47) * size for f in (a, b))
+            ax.add_patch(Arc(((xa + xb) / 2, y + size), xb - xa, 0.35 + 0.12 * (b - a),
+                             theta1=0, theta2=180, color="#333333", lw=1))  # fmt: skip
+    ax.text(3.2, 0.25, "colour: the pair $j$, turned by $i\\omega_j$ at position $i$",
+            fontsize=8)  # fmt: skip
+    return fig
+
+
+def draw_rolling_cache(window: int = 4, num_steps: int = 7) -> Figure:
+    """The rolling cache of a sliding window of ``window`` tokens (sec-modern-decoder): a ring of
+    ``window`` slots; the token at position ``m`` is written into slot ``m mod window``,
+    over the token ``window`` places before it, which no query can see any more. One row per
+    decoding step, the slot written at that step highlighted. ``window`` is 2 to 6 and
+    ``num_steps`` from ``window + 1`` to 10."""
+    check_integer("window", window, minimum=2, maximum=6)
+    check_integer("num_steps", num_steps, minimum=window + 1, maximum=10)
+    size = 0.9
+    fig, ax = _canvas(2.2 + window * size + 4.4, num_steps * size + 1.6, (7.0, 4.6))
+    light = "#c9d7f5"
+    top = num_steps * size + 0.4
+    for slot in range(window):
+        ax.text(2.2 + (slot + 0.5) * size, top + 0.35, f"slot {slot}", ha="center", fontsize=8)
+    for m in range(num_steps):
+        y = top - (m + 1) * size
+        ax.text(2.0, y + size / 2, f"token {m}", ha="right", va="center", fontsize=9)
+        for slot in range(window):
+            held = [p for p in range(m + 1) if p % window == slot]
+            if not held:
+                continue
+            position = held[-1]
+            color = COLORS["key"] if position == m else light
+            ax.add_patch(Rectangle((2.2 + slot * size, y + 0.05), size - 0.05, size - 0.1,
+                                   facecolor=color, edgecolor="#333333"))  # fmt: skip
+            ax.text(2.2 + (slot + 0.5) * size, y + size / 2, f"$k_{{{position}}}$", ha="center",
+                    va="center", fontsize=8)  # fmt: skip
+        if m >= window:
+            note = f"overwrites $k_{{{m - window}}}$ in slot {m % window}"
+            ax.text(2.4 + window * size, y + size / 2, note, va="center", fontsize=8)
+    ax.text(0.2, 0.15, f"slot of token $m$: $m$ mod {window}; the cache never holds more than "
+            f"{window} tokens", fontsize=8)  # fmt: skip
     return fig
 
 
