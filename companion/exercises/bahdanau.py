@@ -20,7 +20,7 @@ are right (``rules.forbidden_call``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -237,12 +237,12 @@ def check_length_normalized_scores(
 # ----------------------------------------------------------------------------- Luong's step
 
 
-@dataclass(frozen=True)
-class LuongParts:
+class LuongParts(NamedTuple):
     """The parameters of a GRU decoder with Luong's global attention and "general" score
     (sec-bahdanau's exercise; Luong et al., 2015), without input feeding. ``W_a`` and ``W_c``
     are plain matrices in row form: for row vectors ``s`` and ``c`` the score is
-    ``(s @ W_a) . h_t`` and the attentional state ``tanh(cat(c, s) @ W_c)``."""
+    ``(s @ W_a) . h_t`` and the attentional state ``tanh(cat(c, s) @ W_c)``. A named tuple, so
+    that two draws of one seed compare equal field by field (tests/test_exercises.py)."""
 
     embedding: nn.Embedding  # e(y): vocab -> embed_size
     rnn: nn.GRU  # time-major, input embed_size, num_hiddens units, one or more layers
