@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 
 from companion import DotProductAttention
 from companion.exercises.self_attention import (
+    _reference,
     _self_attention,
     _self_attention_inputs,
     check_graph_attention_mask,
@@ -16,99 +18,198 @@ from companion.exercises.self_attention import (
 )
 
 
-def self_attention(X, W_q, W_k, W_v, mask, divisor=None, axis=-1, transposed=False, fill="-inf"):
-    """Self-attention as a student writes it, with knobs for the usual mistakes."""
+def self_attention(
+    X,
+    W_q,
+    W_k,
+    W_v,
+    valid_lens,
+    causal=False,
+    divisor=None,
+    axis=-1,
+    transposed=False,
+    padding="keys",
+    causal_diagonal=0,
+    fill="-inf",
+    empty="zero",
+):
+    """Self-attention over a padded batch as a student writes it, with knobs for the usual
+    mistakes. ``empty="zero"`` sets the NaN rows of a query with no key to 0."""
     Q, K, V = X @ W_q, X @ W_k, X @ W_v
-    scores = K @ Q.T if transposed else Q @ K.T
+    scores = K @ Q.transpose(-2, -1) if transposed else Q @ K.transpose(-2, -1)
     scores = scores / (math.sqrt(Q.shape[-1]) if divisor is None else divisor)
+    positions = torch.arange(X.shape[1])
+    keep = torch.ones(scores.shape, dtype=torch.bool)
+    if padding == "keys":
+        keep = keep & (positions[None, None, :] < valid_lens[:, None, None])
+    elif padding == "queries":
+        keep = keep & (positions[None, :, None] < valid_lens[:, None, None])
+    if causal and causal_diagonal is not None:
+        keep = keep & torch.ones(X.shape[1], X.shape[1], dtype=torch.bool).tril(causal_diagonal)
     if fill == "-inf":
-        scores = scores.masked_fill(~mask, float("-inf"))
+        scores = scores.masked_fill(~keep, float("-inf"))
     elif fill == "zero":
-        scores = scores.masked_fill(~mask, 0.0)
-    elif fill == "transposed":
-        scores = scores.masked_fill(~mask.T, -1e9)
+        scores = scores.masked_fill(~keep, 0.0)
+    elif fill == "-1e9":
+        scores = scores.masked_fill(~keep, -1e9)
     weights = torch.softmax(scores, dim=axis)
     if fill == "after":
-        weights = weights * mask
+        weights = weights * keep
+    if empty == "zero":
+        weights = torch.nan_to_num(weights) * keep.any(dim=-1, keepdim=True)
     return weights @ V
 
 
-def test_self_attention_pass(capsys):
-    assert check_self_attention(self_attention, seed=0)
-    assert capsys.readouterr().out.startswith("pass: self_attention matches the reference")
-
-
-def test_the_reference_agrees_with_torch_and_companion():
-    generator = torch.Generator().manual_seed(1)  # an odd seed: a random mask
-    X, W_q, W_k, W_v, mask = _self_attention_inputs(generator)
+def finite_fill(X, W_q, W_k, W_v, valid_lens, causal):
+    """d2l's way: a large finite fill, then the rows of a query with no key set to 0."""
     Q, K, V = X @ W_q, X @ W_k, X @ W_v
-    fused = torch.nn.functional.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
-    torch.testing.assert_close(_self_attention(X, W_q, W_k, W_v, mask), fused)
-    layer = DotProductAttention(dropout=0.0, need_weights=True)
-    ones = torch.ones_like(mask)
-    torch.testing.assert_close(
-        _self_attention(X, W_q, W_k, W_v, ones), layer(Q[None], K[None], V[None])[0]
-    )
+    scores = Q @ K.transpose(1, 2) / math.sqrt(K.shape[-1])
+    keep = torch.arange(X.shape[1]) < valid_lens[:, None, None]
+    if causal:
+        keep = keep & torch.ones(X.shape[1], X.shape[1], dtype=torch.bool).tril()
+    weights = torch.softmax(scores.masked_fill(~keep, -1e9), dim=-1)
+    return weights * keep.any(dim=-1, keepdim=True) @ V
+
+
+@pytest.mark.parametrize("answer", [self_attention, finite_fill])
+def test_self_attention_pass(answer, capsys):
+    assert check_self_attention(answer, seed=0)
+    assert capsys.readouterr().out.startswith(f"pass: {answer.__name__} matches the reference")
+
+
+def test_the_reference_agrees_with_companion_and_torch():
+    """companion's DotProductAttention (with its causal flag and valid lengths) and torch's
+    fused kernel on the sequences that keep a key compute the reference."""
+    for seed in (0, 1):  # an even seed: causal=False; an odd one: causal=True
+        X, W_q, W_k, W_v, valid_lens, causal = _self_attention_inputs(
+            torch.Generator().manual_seed(seed)
+        )
+        assert causal == bool(seed % 2) and (valid_lens == 0).sum() == 1
+        Q, K, V = X @ W_q, X @ W_k, X @ W_v
+        expected = _reference(X, W_q, W_k, W_v, valid_lens, causal)
+        layer = DotProductAttention(dropout=0.0)
+        torch.testing.assert_close(layer(Q, K, V, valid_lens, causal=causal), expected)
+        torch.testing.assert_close(_self_attention(X, W_q, W_k, W_v, valid_lens, causal), expected)
+        assert (expected[valid_lens == 0] == 0).all()  # a sequence of length 0: outputs 0
+        rows = valid_lens > 0
+        keep = torch.arange(X.shape[1]) < valid_lens[rows, None, None]
+        if causal:
+            keep = keep & torch.ones(X.shape[1], X.shape[1], dtype=torch.bool).tril()
+        fused = torch.nn.functional.scaled_dot_product_attention(
+            Q[rows], K[rows], V[rows], attn_mask=keep
+        )
+        torch.testing.assert_close(expected[rows], fused)
 
 
 def test_an_answer_that_calls_an_attention_layer_fails(capsys):
-    """Right numbers, but the exercise is to build the layer: each route around it is named."""
+    """Right numbers, but the exercise is to build the layer: each route around it is named,
+    torch's fused kernel under each of its names."""
 
-    def fused(X, W_q, W_k, W_v, mask):
+    def keep_of(X, valid_lens, causal):
+        keep = torch.arange(X.shape[1]) < valid_lens[:, None, None]
+        if causal:
+            keep = keep & torch.ones(X.shape[1], X.shape[1], dtype=torch.bool).tril()
+        return keep
+
+    def fused(X, W_q, W_k, W_v, valid_lens, causal):
         Q, K, V = X @ W_q, X @ W_k, X @ W_v
-        return torch.nn.functional.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
+        out = torch.nn.functional.scaled_dot_product_attention(
+            Q, K, V, attn_mask=keep_of(X, valid_lens, causal)
+        )
+        return torch.nan_to_num(out)
 
-    def with_companion(X, W_q, W_k, W_v, mask):
-        Q, K, V = (X @ W_q)[None], (X @ W_k)[None], (X @ W_v)[None]
-        return DotProductAttention(dropout=0.0)(Q, K, V, mask=mask[None])[0]
+    def fused_through_the_dispatcher(X, W_q, W_k, W_v, valid_lens, causal):
+        Q, K, V = X @ W_q, X @ W_k, X @ W_v
+        out = torch.ops.aten.scaled_dot_product_attention(
+            Q, K, V, attn_mask=keep_of(X, valid_lens, causal)
+        )
+        return torch.nan_to_num(out)
 
-    def with_torch_layer(X, W_q, W_k, W_v, mask):  # the rule is checked before the values
+    def with_companion(X, W_q, W_k, W_v, valid_lens, causal):
+        layer = DotProductAttention(dropout=0.0)
+        return layer(X @ W_q, X @ W_k, X @ W_v, valid_lens, causal=causal)
+
+    def with_torch_layer(X, W_q, W_k, W_v, valid_lens, causal):  # the rule comes first
         Q, K = X @ W_q, X @ W_k
-        return torch.nn.MultiheadAttention(Q.shape[1], 1)(Q, K, K, attn_mask=~mask)[0]
+        return torch.nn.MultiheadAttention(Q.shape[-1], 1, batch_first=True)(Q, K, K)[0]
 
     for answer, named in (
         (fused, "scaled_dot_product_attention"),
+        (fused_through_the_dispatcher, "scaled_dot_product_attention"),
         (with_companion, "companion's attention"),
         (with_torch_layer, "nn.MultiheadAttention"),
     ):
+        inputs = _self_attention_inputs(torch.Generator().manual_seed(1))
+        if answer is not with_torch_layer:  # the others give the right numbers
+            torch.testing.assert_close(answer(*inputs), _reference(*inputs))
         assert not check_self_attention(answer, seed=0)
         out = capsys.readouterr().out
         assert out.startswith("hint: the answer calls") and named in out, out
 
 
-def test_self_attention_hints(capsys):
+@pytest.mark.parametrize(
+    "flags, hint",
+    [
+        ({"divisor": 1.0}, "not scaled"),
+        ({"divisor": "d_k"}, "not by d_k"),
+        ({"divisor": "d"}, "the scale uses the width d of X"),
+        ({"axis": 1}, "the wrong axis"),
+        ({"transposed": True}, "the scores are transposed (K Q^T)"),
+        ({"padding": None}, "padding ignored"),
+        ({"padding": "queries"}, "hides queries instead of keys"),
+        ({"padding": "queries", "empty": None}, "hides queries instead of keys"),
+        ({"fill": "zero"}, "masked scores were set to 0"),
+        ({"fill": "after"}, "the mask was applied after the softmax"),
+        ({"causal_diagonal": None}, "causal=True ignored"),
+        ({"causal_diagonal": None, "empty": None}, "causal=True ignored"),
+        ({"causal_diagonal": -1}, "causal mask off by one"),
+        ({"causal_diagonal": "transposed"}, "causal mask transposed"),
+        ({"empty": None}, "NaN for the queries of a sequence of length 0"),
+        ({"empty": None, "fill": "-1e9"}, "yours average the padding"),
+    ],
+)
+def test_self_attention_hints(flags, hint, capsys):
+    def wrong(X, W_q, W_k, W_v, valid_lens, causal):
+        knobs = dict(flags)
+        if knobs.get("divisor") == "d_k":
+            knobs["divisor"] = W_q.shape[1]
+        elif knobs.get("divisor") == "d":
+            knobs["divisor"] = math.sqrt(X.shape[-1])
+        if knobs.get("causal_diagonal") == "transposed":
+            knobs["causal_diagonal"] = 0
+            X_out = self_attention(
+                X.flip(1), W_q, W_k, W_v, valid_lens, causal, padding=None, **knobs
+            )  # not this: built below instead
+            del X_out
+            return transposed_causal(X, W_q, W_k, W_v, valid_lens, causal)
+        return self_attention(X, W_q, W_k, W_v, valid_lens, causal, **knobs)
+
+    assert not check_self_attention(wrong, seed=0)
+    out = capsys.readouterr().out
+    assert hint in out, out
+
+
+def transposed_causal(X, W_q, W_k, W_v, valid_lens, causal):
+    """The causal triangle the wrong way round: query i keeps the keys j >= i."""
+    Q, K, V = X @ W_q, X @ W_k, X @ W_v
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    keep = torch.arange(X.shape[1]) < valid_lens[:, None, None]
+    if causal:
+        keep = keep & torch.ones(X.shape[1], X.shape[1], dtype=torch.bool).triu()
+    weights = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
+    return torch.nan_to_num(weights) @ V
+
+
+def test_a_wrong_shape_or_value_is_named(capsys):
     cases = [
-        (lambda X, q, k, v, m: self_attention(X, q, k, v, m, divisor=1.0), "not scaled"),
-        (lambda X, q, k, v, m: self_attention(X, q, k, v, m, divisor=q.shape[1]), "not by d_k"),
-        (
-            lambda X, q, k, v, m: self_attention(X, q, k, v, m, divisor=math.sqrt(X.shape[1])),
-            "the scale uses the width d of X",
-        ),
-        (lambda X, q, k, v, m: self_attention(X, q, k, v, m, axis=0), "the wrong axis"),
-        (
-            lambda X, q, k, v, m: self_attention(X, q, k, v, m, transposed=True),
-            "the scores are transposed (K Q^T)",
-        ),
-        (lambda X, q, k, v, m: self_attention(X, q, k, v, m, fill=None), "the mask is ignored"),
-        (
-            lambda X, q, k, v, m: self_attention(X, q, k, v, m, fill="zero"),
-            "masked scores were set to 0",
-        ),
-        (
-            lambda X, q, k, v, m: self_attention(X, q, k, v, m, fill="transposed"),
-            "the mask is transposed",
-        ),
-        (
-            lambda X, q, k, v, m: self_attention(X, q, k, v, m, fill="after"),
-            "the mask was applied after the softmax",
-        ),
-        (lambda X, q, k, v, m: self_attention(X, q, k, v, m).T, "shape: expected"),
-        (lambda X, q, k, v, m: self_attention(X, q, k, v, m) + 0.1, "values differ first"),
+        (lambda *inputs: self_attention(*inputs).transpose(1, 2), "shape: expected"),
+        (lambda *inputs: self_attention(*inputs) + 0.1, "values differ first at position"),
+        (lambda *inputs: self_attention(*inputs)[0], "shape: expected"),
     ]
     for wrong, hint in cases:
         assert not check_self_attention(wrong, seed=0)
         out = capsys.readouterr().out
-        assert hint.replace("first at", "first at position") in out, out
+        assert hint in out, out
 
 
 def graph_mask(adjacency, transposed=False, self_loops=True):
@@ -143,17 +244,18 @@ def test_graph_attention_mask_hints(capsys):
 
 
 def test_the_sizes_vary_all_differ_and_are_never_the_chapters(capsys):
-    seen = set()
+    seen, flags = set(), set()
 
-    def record(X, W_q, W_k, W_v, mask):
+    def record(X, W_q, W_k, W_v, valid_lens, causal):
         seen.add((*X.shape, W_q.shape[1], W_v.shape[1]))
-        return self_attention(X, W_q, W_k, W_v, mask)
+        flags.add(causal)
+        return self_attention(X, W_q, W_k, W_v, valid_lens, causal)
 
     for seed in range(4):
         assert check_self_attention(record, seed=seed)
-    assert len(seen) > 4
+    assert len(seen) > 4 and flags == {False, True}
     for sizes in seen:
-        assert len(set(sizes)) == 4 and not set(sizes) & {3, 4, 6, 8}, sizes
+        assert len(set(sizes)) == 5 and not set(sizes) & {3, 4, 6, 8}, sizes
 
 
 def test_solutions_hard_wired_to_the_chapter_fail(capsys):
@@ -162,11 +264,12 @@ def test_solutions_hard_wired_to_the_chapter_fail(capsys):
     W_query, W_key, W_value = (torch.randn(4, 3) for _ in range(3))
     adjacency = torch.zeros(6, 6, dtype=torch.bool)
 
-    def self_attention_of_x(X, W_q, W_k, W_v, mask):
-        return self_attention(x, W_query, W_key, W_value, torch.ones(3, 3, dtype=torch.bool))
+    def self_attention_of_x(X, W_q, W_k, W_v, valid_lens, causal):
+        return self_attention(x[None], W_query, W_key, W_value, torch.tensor([3]), causal)
 
-    def self_attention_scaled_by_3(X, W_q, W_k, W_v, mask):
-        return self_attention(X, W_q, W_k, W_v, mask, divisor=math.sqrt(3))  # the example's d_k
+    def self_attention_scaled_by_3(X, W_q, W_k, W_v, valid_lens, causal):
+        # the example's d_k
+        return self_attention(X, W_q, W_k, W_v, valid_lens, causal, divisor=math.sqrt(3))
 
     def graph_attention_mask(adj):
         return graph_mask(adjacency)
