@@ -24,7 +24,7 @@ EXPECTED = {
     "draw_split_heads": ["$t=2$", "view as $(n, h, p)$", "head 2", "head 2?"],
     "draw_additive_attention": ["$\\mathbf{W}_q$", "tanh", "$(b, 1, n_k, d_a)$"],
     "draw_sparse_patterns": ["sliding window", "BigBird", "576 of 576 scores"],
-    "draw_blockwise_attention": ["$Q_2$", "$K_3, V_3$", "$S_{23}$", "$m_2, \\ell_2, a_2$"],
+    "draw_blockwise_attention": ["$Q_2$", "$K_3, V_3$", "$A_{23}$", "$m_2, \\ell_2, U_2$"],
     "draw_product_orders": ["φ(K)ᵀ\n2×8", "S\n2×2", "then"],
     "draw_merge_tree": ["␣low\n260", "est\n257", "e\n101", "ids: [260, 257]"],
     "draw_transformer": ["masked self-attention", "cross-attention", "keys, values"],
@@ -32,14 +32,14 @@ EXPECTED = {
     "draw_decoder_caches": ["step 4", "$k_4, v_4$", "$k'_3, v'_3$", "read from the cache"],
     "draw_prefill_decode": ["$q_7$", "$k_7$", "prefill: 4 queries\nin one pass"],
     "draw_vit_patching": ["<cls> + pos", "patch 4 + pos", "8×8 image, 4×4 patches", "4"],
-    "draw_gpt_stack": ["masked self-attention", "final layer norm", "tied: the same $E$"],
-    "draw_bert_input": ["E[<cls>]", "$E_A$", "$E_B$", "$P_{8}$"],
-    "draw_masking_rule": ["<mask>", "lovan", "10%: unchanged", "kas"],
-    "draw_span_corruption": ["<X>", "<Y>", "<Z>", "decoder target"],
     "draw_decoder_blocks": ["GPT-2 block (2019)", "RMSNorm", "SwiGLU, width ≈ 8d/3", "+"],
     "draw_kv_sharing": ["grouped-query (GQA)", "$q_4$", "cache: 2 heads per token"],
     "draw_rope_pairings": ["halves\n(Hugging Face)", "$x_{7}$"],
     "draw_rolling_cache": ["slot 3", "token 6", "overwrites $k_{2}$ in slot 2"],
+    "draw_gpt_stack": ["masked self-attention", "final layer norm", "tied: the same $E$"],
+    "draw_bert_input": ["E[<cls>]", "$E_A$", "$E_B$", "$P_{8}$"],
+    "draw_masking_rule": ["<mask>", "lovan", "10%: unchanged", "kas"],
+    "draw_span_corruption": ["<X>", "<Y>", "<Z>", "decoder target"],
 }
 
 
