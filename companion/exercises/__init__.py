@@ -14,9 +14,7 @@ from companion.exercises.core import check
 from companion.exercises.efficient import check_chunked_linear_attention, check_linear_attention
 from companion.exercises.kv_cache import check_cached_attention, check_kv_cache_bytes
 from companion.exercises.lm import (
-    check_cached_causal_mask,
     check_causal_attention,
-    check_prenorm_block,
     check_top_p_filter,
 )
 from companion.exercises.modern_decoder import check_llama_block, check_repeat_kv, check_rope
@@ -54,7 +52,6 @@ __all__ = [
     "check_alibi",
     "check_bahdanau_context",
     "check_cached_attention",
-    "check_cached_causal_mask",
     "check_causal_attention",
     "check_causal_mask",
     "check_chunked_linear_attention",
@@ -79,7 +76,6 @@ __all__ = [
     "check_multihead_attention",
     "check_mlm_loss",
     "check_patchify",
-    "check_prenorm_block",
     "check_repeat_kv",
     "check_rope",
     "check_rotation_matrix",

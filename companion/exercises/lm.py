@@ -2,13 +2,8 @@
 
 ``check_top_p_filter`` checks nucleus filtering built from scratch: logits ``(batch, vocab)``
 in, the same logits out with every token outside the nucleus set to ``-inf``.
-``check_cached_causal_mask`` checks the causal mask of new queries that come after cached keys.
-Each names the usual mistakes: the token that crosses ``p`` dropped, no sort or the wrong order,
-the kept logits left in sorted order, 0 instead of ``-inf``; a mask lined up with the first keys
-instead of the last, a masked diagonal, the wrong triangle. ``check_prenorm_block`` checks the
-forward pass of GPT's pre-norm block, the chapter's own layer, and names a post-norm block, a
-residual taken from the normalized input, swapped or missing norms, a missing residual and a
-norm at the block's end.
+It names the usual mistakes: the token that crosses ``p`` dropped, no sort or the wrong order,
+the kept logits left in sorted order, 0 instead of ``-inf``.
 
 ``check_causal_attention`` checks causal self-attention built from scratch, the layer the
 chapter introduces: queries that are the newest steps after cached keys, scores scaled by
@@ -33,7 +28,6 @@ from collections.abc import Callable
 
 import torch
 
-from companion.exercises.adapters import as_bool_mask
 from companion.exercises.core import Inputs, check, first_seed, seeded_generator
 from companion.exercises.rules import forbidden_call
 from companion.exercises.sizes import draw
@@ -168,186 +162,6 @@ def check_top_p_filter(
             ),
         ],
         seed=start,
-    )
-
-
-# ----------------------------------------------------------------------------- cached mask
-
-
-def _cached_mask(num_queries: int, num_keys: int, *, shift: int | None = None, lower=True):
-    """``(num_queries, num_keys)`` 0/1: query ``i`` sits at position ``num_keys - num_queries +
-    i`` and may see the keys up to it. ``shift`` replaces that offset (a mistake)."""
-    offset = num_keys - num_queries if shift is None else shift
-    ones = torch.ones(num_queries, num_keys, dtype=torch.bool)
-    mask = ones.tril(offset) if lower else ones.triu(offset)
-    return mask.float()  # compared as numbers: allclose does not take booleans
-
-
-def _mask_inputs(generator: torch.Generator) -> Inputs:
-    num_keys = draw(generator, 4, 14, avoid=[CHAPTER_KEYS])
-    num_queries = draw(generator, 2, num_keys - 2, avoid=[CHAPTER_QUERIES])  # 2+ cached steps
-    return num_queries, num_keys
-
-
-def check_cached_causal_mask(
-    student_fn: Callable[[int, int], torch.Tensor], *, seed: int | None = None
-) -> bool:
-    """``student_fn(num_queries, num_keys)`` returns the ``(num_queries, num_keys)`` boolean
-    mask of causal attention when ``num_keys - num_queries`` keys are cached and the queries
-    are the newest steps: True where query ``i`` may see key ``j``."""
-    return check(
-        as_bool_mask(student_fn, "a query may see a key"),
-        _cached_mask,
-        _mask_inputs,
-        mistakes=[
-            (
-                lambda q, k: _cached_mask(q, k, shift=0),
-                "the queries are lined up with the *first* keys: query i comes after the "
-                "num_keys - num_queries cached steps, so it sees the keys up to "
-                "num_keys - num_queries + i (tril with diagonal=num_keys - num_queries)",
-            ),
-            (
-                lambda q, k: _cached_mask(q, k, shift=k - q - 1),
-                "diagonal masked: a query may see its own step, key num_keys - num_queries + i",
-            ),
-            (
-                lambda q, k: _cached_mask(q, k, lower=False),
-                "upper instead of lower triangle: a query may see the keys up to its own "
-                "position (tril), not the ones after it (triu)",
-            ),
-            (
-                lambda q, k: 1 - _cached_mask(q, k),
-                "the mask is inverted: True must mean 'may see', and here True marks the keys to "
-                "hide",
-            ),
-            (
-                lambda q, k: torch.ones(q, k),
-                "nothing is masked: that is right for one new query, but with several new ones "
-                "each must not see the steps after its own",
-            ),
-        ],
-        seed=seed,
-    )
-
-
-# ----------------------------------------------------------------------------- pre-norm block
-
-POST_NORM = (
-    "that is the post-norm block of the 2017 Transformer, LN(X + sublayer(X)). GPT's block is "
-    "pre-norm: X + sublayer(LN(X)), so the residual path from input to output stays a plain sum"
-)
-RESIDUAL_FROM_NORMALIZED = (
-    "the residual adds the normalized input: Y = LN(X); X = Y + attention(Y). Add the sublayer's "
-    "output to X itself, X + attention(LN(X)), or the residual path is normalized at every block"
-)
-NORMS_SWAPPED = (
-    "the two norms are swapped: ln1 goes before the attention, ln2 before the MLP (each has its "
-    "own learned scale and shift)"
-)
-NO_SECOND_RESIDUAL = (
-    "the second residual is missing: return X + mlp(ln2(X)), not mlp(ln2(X)), or the block drops "
-    "everything the attention added"
-)
-ATTENTION_UNNORMALIZED = "the attention reads X itself: normalize first, X + attention(ln1(X))"
-MLP_UNNORMALIZED = "the MLP reads X itself: normalize first, X + mlp(ln2(X))"
-FINAL_NORM = (
-    "the block ends with a norm: in a pre-norm stack the output of each block stays "
-    "unnormalized; only the model's last layer normalization (GPT's self.ln) comes after the "
-    "last block"
-)
-
-
-class _OneHeadCausalAttention(torch.nn.Module):
-    """Causal self-attention with one head and weights drawn by the checker: ``(batch, steps,
-    d)`` to the same shape."""
-
-    def __init__(self, width: int, generator: torch.Generator) -> None:
-        super().__init__()
-        self.W = torch.nn.Parameter(torch.randn(width, width, generator=generator) / width**0.5)
-
-    def forward(self, Y: torch.Tensor) -> torch.Tensor:
-        scores = (Y @ self.W) @ Y.transpose(1, 2) / Y.shape[-1] ** 0.5  # (batch, steps, steps)
-        future = torch.ones(Y.shape[1], Y.shape[1], dtype=torch.bool, device=Y.device).triu(1)
-        return scores.masked_fill(future, -math.inf).softmax(dim=-1) @ Y
-
-
-class _GELUMLP(torch.nn.Module):
-    """``gelu(Y W_1) W_2`` with weights drawn by the checker."""
-
-    def __init__(self, width: int, generator: torch.Generator) -> None:
-        super().__init__()
-        self.W_1, self.W_2 = (
-            torch.nn.Parameter(torch.randn(width, width, generator=generator) / width**0.5)
-            for _ in range(2)
-        )
-
-    def forward(self, Y: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.gelu(Y @ self.W_1) @ self.W_2
-
-
-def _block_inputs(generator: torch.Generator) -> Inputs:
-    # Sizes unlike the chapter's model (width 64): a width of 6 to 20, 3 to 9 steps.
-    batch, steps, width = draw(generator, 1, 3), draw(generator, 3, 9), 2 * draw(generator, 3, 10)
-    X = torch.randn(batch, steps, width, generator=generator)
-
-    def layer_norm() -> torch.nn.LayerNorm:  # with a learned scale and shift that are not 1, 0
-        norm = torch.nn.LayerNorm(width)
-        with torch.no_grad():
-            norm.weight.copy_(1 + 0.5 * torch.randn(width, generator=generator))
-            norm.bias.copy_(0.5 * torch.randn(width, generator=generator))
-        return norm
-
-    ln1, attention = layer_norm(), _OneHeadCausalAttention(width, generator)
-    ln2, mlp = layer_norm(), _GELUMLP(width, generator)
-    return X, ln1, attention, ln2, mlp
-
-
-def _prenorm_block(X, ln1, attention, ln2, mlp, *, how: str = "right") -> torch.Tensor:
-    """GPT's block (sec-language-models); ``how`` names a known mistake."""
-    if how == "post_norm":
-        X = ln1(X + attention(X))
-        return ln2(X + mlp(X))
-    if how == "swapped":
-        ln1, ln2 = ln2, ln1
-    if how == "from_normalized":
-        Y = ln1(X)
-        X = Y + attention(Y)
-        Y = ln2(X)
-        return Y + mlp(Y)
-    X = X + attention(X if how == "attention_unnormalized" else ln1(X))
-    out = mlp(X if how == "mlp_unnormalized" else ln2(X))
-    if how == "no_second_residual":
-        return out
-    return ln2(X + out) if how == "final_norm" else X + out
-
-
-def check_prenorm_block(
-    student_fn: Callable[..., torch.Tensor], *, seed: int | None = None
-) -> bool:
-    """sec-language-models: ``student_fn(X, ln1, attention, ln2, mlp)`` is the forward pass of
-    GPT's pre-norm block, ``X = X + attention(ln1(X))`` then ``X + mlp(ln2(X))``, for ``X`` of
-    shape ``(batch, steps, d)``; ``ln1`` and ``ln2`` are ``nn.LayerNorm(d)`` with learned scales
-    and shifts, ``attention`` (causal self-attention) and ``mlp`` map ``(batch, steps, d)`` to
-    the same shape."""
-
-    def mistake(how: str) -> Callable[..., torch.Tensor]:
-        return lambda *inputs: _prenorm_block(*inputs, how=how)
-
-    return check(
-        student_fn,
-        _prenorm_block,
-        _block_inputs,
-        mistakes=[
-            (mistake("post_norm"), POST_NORM),
-            (mistake("from_normalized"), RESIDUAL_FROM_NORMALIZED),
-            (mistake("swapped"), NORMS_SWAPPED),
-            (mistake("no_second_residual"), NO_SECOND_RESIDUAL),
-            (mistake("attention_unnormalized"), ATTENTION_UNNORMALIZED),
-            (mistake("mlp_unnormalized"), MLP_UNNORMALIZED),
-            (mistake("final_norm"), FINAL_NORM),
-        ],
-        seed=seed,
-        atol=1e-4,
     )
 
 
