@@ -627,10 +627,22 @@ def plot_decode(
 
 def chapter_results() -> dict[str, dict[str, Any] | None]:
     """The results file of each benchmark that writes into companion for a chapter to read
-    (``rnn``, ``scaling``, ``ablation``, ``length``), by its path in the repository."""
-    from companion.experiments import ablation, extrapolation, rnn_comparison, scaling
+    (``rnn``, ``scaling``, ``ablation``, ``length``, ``vit``), by its path in the repository."""
+    from companion.experiments import (
+        ablation,
+        extrapolation,
+        rnn_comparison,
+        scaling,
+        vit_comparison,
+    )
 
-    paths = (rnn_comparison.RESULTS, scaling.RESULTS, ablation.RESULTS, extrapolation.RESULTS)
+    paths = (
+        rnn_comparison.RESULTS,
+        scaling.RESULTS,
+        ablation.RESULTS,
+        extrapolation.RESULTS,
+        vit_comparison.RESULTS,
+    )
     return {f"companion/experiments/results/{path.name}": load(path) for path in paths}
 
 
