@@ -8,12 +8,128 @@ import torch
 import torch.nn.functional as F
 
 from companion.exercises.pretraining import (
+    check_bert_input,
     check_gather_positions,
     check_lora_forward,
     check_mask_sentence,
     check_mlm_loss,
 )
 from companion.models.bert import mask_tokens
+
+# ----------------------------------------------------------------------------- input
+
+
+def bert_input(tokens_a, tokens_b, cls_id, sep_id, E_token, E_segment, P):
+    cls, sep = torch.tensor([cls_id]), torch.tensor([sep_id])
+    tokens = torch.cat([cls, tokens_a, sep, tokens_b, sep])  # <cls> A <sep> B <sep>
+    segments = torch.cat(
+        [
+            torch.zeros(len(tokens_a) + 2, dtype=torch.long),
+            torch.ones(len(tokens_b) + 1, dtype=torch.long),
+        ]
+    )
+    return E_token[tokens] + E_segment[segments] + P[: len(tokens)]
+
+
+def bert_input_with_embeddings(tokens_a, tokens_b, cls_id, sep_id, E_token, E_segment, P):
+    """Another correct route: F.embedding, a segment mask and a batch axis dropped."""
+    tokens = torch.tensor([[cls_id, *tokens_a.tolist(), sep_id, *tokens_b.tolist(), sep_id]])
+    steps = torch.arange(tokens.shape[1])
+    segments = (steps > len(tokens_a) + 1).long()[None]
+    H = F.embedding(tokens, E_token) + F.embedding(segments, E_segment) + P[None, : len(steps)]
+    return H[0]
+
+
+@pytest.mark.parametrize("answer", [bert_input, bert_input_with_embeddings])
+def test_bert_input_pass(answer, capsys):
+    for seed in range(3):
+        assert check_bert_input(answer, seed=seed)
+        assert capsys.readouterr().out.startswith(f"pass: {answer.__name__} matches")
+
+
+def bert_input_slip(slip):
+    """The student's answer with one slip, written here independently of the checker."""
+
+    def answer(tokens_a, tokens_b, cls_id, sep_id, E_token, E_segment, P):
+        a, b = tokens_a.tolist(), tokens_b.tolist()
+        cls, sep = (sep_id, cls_id) if slip == "ids_swapped" else (cls_id, sep_id)
+        if slip == "no_cls":
+            ids, segments = [*a, sep, *b, sep], [0] * (len(a) + 1) + [1] * (len(b) + 1)
+        elif slip == "one_sep":
+            ids, segments = [cls, *a, sep, *b], [0] * (len(a) + 2) + [1] * len(b)
+        else:
+            ids, segments = [cls, *a, sep, *b, sep], [0] * (len(a) + 2) + [1] * (len(b) + 1)
+        if slip == "sep_a_in_b":
+            segments = [0] * (len(a) + 1) + [1] * (len(b) + 2)
+        if slip == "last_sep_in_a":
+            segments = [0] * (len(a) + 2) + [1] * len(b) + [0]
+        if slip == "all_segment_0":
+            segments = [0] * len(ids)
+        if slip == "segments_swapped":
+            segments = [1] * (len(a) + 2) + [0] * (len(b) + 1)
+        n = len(ids)
+        positions = torch.arange(n)
+        if slip == "positions_from_1":
+            positions = positions + 1
+        if slip == "positions_per_sentence":
+            positions = torch.cat([torch.arange(len(a) + 2), torch.arange(len(b) + 1)])
+        H = E_token[torch.tensor(ids)]
+        if slip != "no_segment":
+            H = H + E_segment[torch.tensor(segments)]
+        if slip != "no_position":
+            H = H + P[positions]
+        return H[None] if slip == "batch_axis" else H
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    "slip, hint",
+    [
+        ("sep_a_in_b", "the <sep> after A is in segment 1"),
+        ("last_sep_in_a", "the last <sep> is in segment 0"),
+        ("all_segment_0", "every position has segment 0"),
+        ("segments_swapped", "the segments are swapped"),
+        ("no_segment", "the segment embedding is missing"),
+        ("no_position", "the position embedding is missing"),
+        ("positions_from_1", "the positions start at 1"),
+        ("positions_per_sentence", "the positions restart at B"),
+        ("no_cls", "<cls> is missing"),
+        ("one_sep", "a <sep> is missing"),
+        ("ids_swapped", "<cls> and <sep> are swapped"),
+        ("batch_axis", "drop the batch axis"),
+    ],
+)
+def test_bert_input_hints(slip, hint, capsys):
+    assert not check_bert_input(bert_input_slip(slip), seed=0)
+    out = capsys.readouterr().out
+    assert out.startswith("hint: ") and hint in out, out
+
+
+def test_bert_input_leaves_the_global_random_state_alone(capsys):
+    state = torch.random.get_rng_state()
+    assert check_bert_input(bert_input, seed=0)
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
+def test_bert_input_hard_wired_to_the_chapter_fails(capsys):
+    """The chapter's vocabulary has <cls> 4 and <sep> 5; an answer that uses those instead of
+    its arguments fails on the checker's other ids."""
+
+    def hard_wired(tokens_a, tokens_b, cls_id, sep_id, E_token, E_segment, P):
+        return bert_input(tokens_a, tokens_b, 4, 5, E_token, E_segment, P)
+
+    for seed in range(3):
+        assert not check_bert_input(hard_wired, seed=seed)
+        assert "pass" not in capsys.readouterr().out
+
+
+def test_bert_input_refuses_the_checkers_reference(capsys):
+    from companion.exercises.pretraining import _bert_input_written
+
+    assert not check_bert_input(_bert_input_written, seed=0)
+    assert "the checker's own code" in capsys.readouterr().out
+
 
 # ----------------------------------------------------------------------------- gather
 
@@ -261,7 +377,22 @@ def test_mask_hard_wired_to_the_chapter_fails(capsys):
 def test_answers_that_call_the_chapters_own_code_fail(capsys):
     """Each exercise asks for code the chapter's BERT already has; calling it gives the right
     numbers without doing the exercise, and the checker says so."""
-    from companion.models.bert import MaskLM, mask_tokens, mlm_loss
+    from companion.models.bert import (
+        BERTEncoder,
+        MaskLM,
+        get_tokens_and_segments,
+        mask_tokens,
+        mlm_loss,
+    )
+
+    def with_bert_encoder(tokens_a, tokens_b, cls_id, sep_id, E_token, E_segment, P):
+        encoder = BERTEncoder(len(E_token), E_token.shape[1], 1, 1, 1, 0.0, max_len=len(P))
+        encoder(tokens_a[None], torch.zeros_like(tokens_a)[None], None)  # called, result unused
+        return bert_input(tokens_a, tokens_b, cls_id, sep_id, E_token, E_segment, P)
+
+    def with_layout(tokens_a, tokens_b, cls_id, sep_id, E_token, E_segment, P):
+        get_tokens_and_segments(tokens_a.tolist(), tokens_b.tolist())  # the chapter's layout
+        return bert_input(tokens_a, tokens_b, cls_id, sep_id, E_token, E_segment, P)
 
     def with_mask_lm(X, pred_positions):
         head = MaskLM(5, X.shape[-1], num_inputs=X.shape[-1])
@@ -281,6 +412,8 @@ def test_answers_that_call_the_chapters_own_code_fail(capsys):
         return masked.tokens[0], masked.pred_positions[0][real], masked.labels[0][real]
 
     cases = [
+        (check_bert_input, with_bert_encoder),
+        (check_bert_input, with_layout),
         (check_gather_positions, with_mask_lm),
         (check_mlm_loss, mlm_loss),
         (check_mask_sentence, with_mask_tokens),

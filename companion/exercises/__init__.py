@@ -31,6 +31,7 @@ from companion.exercises.positional import (
     check_sinusoidal_encoding,
 )
 from companion.exercises.pretraining import (
+    check_bert_input,
     check_gather_positions,
     check_lora_forward,
     check_mask_sentence,
@@ -51,6 +52,7 @@ __all__ = [
     "check",
     "check_alibi",
     "check_bahdanau_context",
+    "check_bert_input",
     "check_cached_attention",
     "check_causal_attention",
     "check_causal_mask",

@@ -1,5 +1,10 @@
 """Checkers for the pretraining chapter (sec-pretraining).
 
+- ``check_bert_input``: build it yourself, BERT's input representation of a sentence pair,
+  ``<cls> A <sep> B <sep>``: the sum of token, segment and position embeddings that
+  ``BERTEncoder`` computes before its blocks, compared with that encoder given the same
+  weights; it names the usual slips (segments of the two ``<sep>``, positions restarted or
+  shifted, a term or a special token missing).
 - ``check_gather_positions``: the masked-LM head's first step, the encoder outputs at the
   predicted positions, ``(batch, num_preds, d)``.
 - ``check_mlm_loss``: cross-entropy averaged over the real predictions only.
@@ -15,9 +20,9 @@
 Every call draws new sizes, vocabularies and special-token ids (``seed=`` repeats a run, for tests),
 so an answer that uses the chapter's own variables instead of its arguments fails. An answer
 must compute what it is asked for: one that calls the chapter's own code for it (``MaskLM``,
-``mlm_loss`` and ``mask_tokens`` of :mod:`companion.models.bert`, or the training helpers of
-:mod:`companion.training.pretrain`) is told so, though its numbers are right
-(:func:`companion.exercises.rules.forbidden_call`).
+``mlm_loss``, ``mask_tokens``, ``BERTEncoder`` and ``get_tokens_and_segments`` of
+:mod:`companion.models.bert`, or the training helpers of :mod:`companion.training.pretrain`) is
+told so, though its numbers are right (:func:`companion.exercises.rules.forbidden_call`).
 """
 
 from __future__ import annotations
@@ -29,13 +34,13 @@ import torch
 import torch.nn.functional as F
 
 from companion.exercises.core import Inputs, check, first_seed, run_student, seeded_generator
-from companion.exercises.rules import forbidden_call
+from companion.exercises.rules import CHECKER_CODE, forbidden_call
 from companion.exercises.sizes import draw
 
 OWN_CODE = {
     "companion.models.bert": (
-        "the answer calls the chapter's own BERT code (MaskLM, mlm_loss, mask_tokens ...): the "
-        "exercise is to write it yourself, with torch operations"
+        "the answer calls the chapter's own BERT code (BERTEncoder, MaskLM, mlm_loss, "
+        "mask_tokens ...): the exercise is to write it yourself, with torch operations"
     ),
     "companion.training.pretrain": (
         "the answer calls the chapter's training helpers: the exercise is to write it "
@@ -44,13 +49,146 @@ OWN_CODE = {
 }
 
 
-def _breaks_a_rule(student_fn: Callable, inputs: Inputs) -> bool:
+RULES = OWN_CODE | CHECKER_CODE  # the new checkers' rules: nor the checkers' reference
+
+
+def _breaks_a_rule(student_fn: Callable, inputs: Inputs, rules: dict | None = None) -> bool:
     """Print the hint and return True when ``student_fn(*inputs)`` calls the chapter's own
-    code (:data:`OWN_CODE`)."""
-    hint = forbidden_call(student_fn, inputs, OWN_CODE)
+    code (``rules``, by default :data:`OWN_CODE`)."""
+    hint = forbidden_call(student_fn, inputs, OWN_CODE if rules is None else rules)
     if hint:
         print(f"hint: {hint}")
     return hint is not None
+
+
+# ----------------------------------------------------------------------------- input
+
+BERT_INPUT_MISTAKES = {
+    "sep_a_in_b": (
+        "the <sep> after A is in segment 1: it closes the first sentence, so <cls> A <sep> "
+        "take segment 0 and only B and the last <sep> take segment 1"
+    ),
+    "last_sep_in_a": (
+        "the last <sep> is in segment 0: it closes B, so it takes segment 1 with B's tokens"
+    ),
+    "all_segment_0": (
+        "every position has segment 0: B and the last <sep> take segment 1, E_segment[1]"
+    ),
+    "segments_swapped": (
+        "the segments are swapped: <cls> A <sep> take segment 0, B <sep> segment 1"
+    ),
+    "no_segment": "the segment embedding is missing: add E_segment[segments]",
+    "no_position": "the position embedding is missing: add P[:steps], one row per position",
+    "positions_from_1": (
+        "the positions start at 1: <cls> is at position 0, so add P[:steps], not P[1:steps + 1]"
+    ),
+    "positions_per_sentence": (
+        "the positions restart at B: BERT numbers the whole input 0, 1, ..., steps - 1; the "
+        "segments, not the positions, tell the sentences apart"
+    ),
+    "no_cls": "<cls> is missing: the input starts with <cls>, then A, <sep>, B, <sep>",
+    "one_sep": "a <sep> is missing: one closes A and another closes B, <cls> A <sep> B <sep>",
+    "ids_swapped": "<cls> and <sep> are swapped: cls_id goes first, sep_id after each sentence",
+}
+
+
+def _bert_input_written(tokens_a, tokens_b, cls_id, sep_id, E_token, E_segment, P, *, how=""):
+    """BERT's input representation written out; ``how`` names one mistake of
+    :data:`BERT_INPUT_MISTAKES` (none by default)."""
+    cls, sep = (cls_id, sep_id) if how != "ids_swapped" else (sep_id, cls_id)
+    first = [] if how == "no_cls" else [cls]
+    last = [] if how == "one_sep" else [sep]
+    ids = [*first, *tokens_a.tolist(), sep, *tokens_b.tolist(), *last]
+    len_first, len_second = len(first) + len(tokens_a) + 1, len(tokens_b) + len(last)
+    segments = [0] * len_first + [1] * len_second
+    if how == "sep_a_in_b":
+        segments[len_first - 1] = 1
+    if how == "last_sep_in_a":
+        segments[-1] = 0
+    if how == "all_segment_0":
+        segments = [0] * len(ids)
+    if how == "segments_swapped":
+        segments = [1 - s for s in segments]
+    steps = len(ids)
+    positions = list(range(steps))
+    if how == "positions_from_1":
+        positions = list(range(1, steps + 1))
+    if how == "positions_per_sentence":
+        positions = list(range(len_first)) + list(range(len_second))
+    H = E_token[torch.tensor(ids)]
+    if how != "no_segment":
+        H = H + E_segment[torch.tensor(segments)]
+    if how != "no_position":
+        H = H + P[torch.tensor(positions)]
+    return H  # (steps, d)
+
+
+def _bert_input(tokens_a, tokens_b, cls_id, sep_id, E_token, E_segment, P) -> torch.Tensor:
+    """The reference: companion's own layout (``get_tokens_and_segments``) and the sum that
+    ``BERTEncoder`` computes before its first block, with these weights."""
+    from companion.models.bert import CLS, SEP, BERTEncoder, get_tokens_and_segments
+
+    words, segments = get_tokens_and_segments(tokens_a.tolist(), tokens_b.tolist())
+    ids = [cls_id if w == CLS else sep_id if w == SEP else w for w in words]
+    vocab_size, d = E_token.shape
+    with torch.random.fork_rng():  # its initial weights leave the notebook's random state alone
+        encoder = BERTEncoder(vocab_size, d, 1, 1, 1, 0.0, max_len=P.shape[0]).eval()
+    encoder.blks = torch.nn.Sequential()  # no block: the encoder returns its input sum, H_0
+    with torch.no_grad():
+        encoder.token_embedding.weight.copy_(E_token)
+        encoder.segment_embedding.weight.copy_(E_segment)
+        encoder.pos_embedding.copy_(P[None])
+        return encoder(torch.tensor([ids]), torch.tensor([segments]), None)[0]  # (steps, d)
+
+
+def _bert_input_inputs(generator: torch.Generator) -> Inputs:
+    vocab_size, d = draw(generator, 12, 40), draw(generator, 3, 7)  # never the chapter's 8, 64
+    cls_id = draw(generator, 0, vocab_size - 1, avoid=[4])  # never the chapter's <cls> 4
+    sep_id = draw(generator, 0, vocab_size - 1, avoid=[5, cls_id])  # nor its <sep> 5
+    words = torch.tensor([w for w in range(vocab_size) if w not in (cls_id, sep_id)])
+    len_a, len_b = draw(generator, 1, 6), draw(generator, 1, 6)
+    drawn = torch.randint(len(words), (len_a + len_b,), generator=generator)
+    tokens_a, tokens_b = words[drawn[:len_a]], words[drawn[len_a:]]
+    max_len = len_a + len_b + 3 + draw(generator, 1, 4)  # more rows than the input needs
+    E_token = torch.randn(vocab_size, d, generator=generator)
+    E_segment = torch.randn(2, d, generator=generator)
+    P = torch.randn(max_len, d, generator=generator)
+    return tokens_a, tokens_b, cls_id, sep_id, E_token, E_segment, P
+
+
+def check_bert_input(student_fn: Callable[..., torch.Tensor], *, seed: int | None = None) -> bool:
+    """Build it yourself: ``student_fn(tokens_a, tokens_b, cls_id, sep_id, E_token, E_segment,
+    P)`` returns BERT's input representation of the pair ``<cls> A <sep> B <sep>``, ``(steps,
+    d)`` with ``steps = len(A) + len(B) + 3``: row ``i`` is ``E_token[token_i] +
+    E_segment[segment_i] + P[i]``, with segment 0 for ``<cls>``, A and the first ``<sep>``, and
+    1 for B and the last ``<sep>``. ``tokens_a`` and ``tokens_b`` are 1-D tensors of ids;
+    ``E_token`` is ``(vocab_size, d)``, ``E_segment`` ``(2, d)`` and ``P`` ``(max_len, d)``,
+    ``max_len >= steps``. It must not call companion's BERT code."""
+    start = first_seed(seed)
+    if _breaks_a_rule(student_fn, _bert_input_inputs(seeded_generator(start)), RULES):
+        return False
+
+    def wrong(how: str) -> Callable[..., torch.Tensor]:
+        return lambda *inputs: _bert_input_written(*inputs, how=how)
+
+    return check(
+        student_fn,
+        _bert_input,
+        _bert_input_inputs,
+        mistakes=[(wrong(how), hint) for how, hint in BERT_INPUT_MISTAKES.items()],
+        seed=start,
+        atol=1e-5,
+        shape_hints=[
+            (
+                lambda tokens_a, tokens_b, cls_id, sep_id, E_token, E_segment, P: (
+                    1,
+                    len(tokens_a) + len(tokens_b) + 3,
+                    E_token.shape[1],
+                ),
+                "one pair gives a (steps, d) matrix: drop the batch axis",
+            ),
+        ],
+    )
 
 
 # ----------------------------------------------------------------------------- gather
