@@ -124,11 +124,20 @@ def test_bert_input_hard_wired_to_the_chapter_fails(capsys):
         assert "pass" not in capsys.readouterr().out
 
 
-def test_bert_input_refuses_the_checkers_reference(capsys):
-    from companion.exercises.pretraining import _bert_input_written
+def test_answers_that_call_the_checkers_references_fail(capsys):
+    """The checkers' module holds the references; an answer that imports one is refused."""
+    from companion.exercises.pretraining import _bert_input_written, _gather, _lora, _mlm_loss
 
-    assert not check_bert_input(_bert_input_written, seed=0)
-    assert "the checker's own code" in capsys.readouterr().out
+    cases = [
+        (check_bert_input, _bert_input_written),
+        (check_gather_positions, _gather),
+        (check_mlm_loss, _mlm_loss),
+        (check_lora_forward, _lora),
+    ]
+    for checker, answer in cases:
+        assert not checker(answer, seed=0)
+        out = capsys.readouterr().out
+        assert "the checker's own code" in out and "pass" not in out, out
 
 
 # ----------------------------------------------------------------------------- gather

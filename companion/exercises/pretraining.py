@@ -22,7 +22,8 @@ so an answer that uses the chapter's own variables instead of its arguments fail
 must compute what it is asked for: one that calls the chapter's own code for it (``MaskLM``,
 ``mlm_loss``, ``mask_tokens``, ``BERTEncoder`` and ``get_tokens_and_segments`` of
 :mod:`companion.models.bert`, or the training helpers of :mod:`companion.training.pretrain`) is
-told so, though its numbers are right (:func:`companion.exercises.rules.forbidden_call`).
+told so, though its numbers are right (:func:`companion.exercises.rules.forbidden_call`), and
+so is one that calls this module's references.
 """
 
 from __future__ import annotations
@@ -49,13 +50,13 @@ OWN_CODE = {
 }
 
 
-RULES = OWN_CODE | CHECKER_CODE  # the new checkers' rules: nor the checkers' reference
+RULES = OWN_CODE | CHECKER_CODE  # nor the checkers' own code, which holds the references
 
 
-def _breaks_a_rule(student_fn: Callable, inputs: Inputs, rules: dict | None = None) -> bool:
+def _breaks_a_rule(student_fn: Callable, inputs: Inputs) -> bool:
     """Print the hint and return True when ``student_fn(*inputs)`` calls the chapter's own
-    code (``rules``, by default :data:`OWN_CODE`)."""
-    hint = forbidden_call(student_fn, inputs, OWN_CODE if rules is None else rules)
+    code or the checkers' (:data:`RULES`)."""
+    hint = forbidden_call(student_fn, inputs, RULES)
     if hint:
         print(f"hint: {hint}")
     return hint is not None
@@ -165,7 +166,7 @@ def check_bert_input(student_fn: Callable[..., torch.Tensor], *, seed: int | Non
     ``E_token`` is ``(vocab_size, d)``, ``E_segment`` ``(2, d)`` and ``P`` ``(max_len, d)``,
     ``max_len >= steps``. It must not call companion's BERT code."""
     start = first_seed(seed)
-    if _breaks_a_rule(student_fn, _bert_input_inputs(seeded_generator(start)), RULES):
+    if _breaks_a_rule(student_fn, _bert_input_inputs(seeded_generator(start))):
         return False
 
     def wrong(how: str) -> Callable[..., torch.Tensor]:
