@@ -12,13 +12,13 @@ import statistics
 import pytest
 import torch
 
+from companion.bench.length_window import WINDOW_RESULTS, trained_window_runs
 from companion.data.tasks.language import PAD_INDEX, invented_sentences, language_model_vocab
 from companion.experiments.ablation import train_decoder
 from companion.experiments.extrapolation import (
     FACTORS,
     RESULTS,
     SCHEMES,
-    WINDOW_RESULTS,
     gaps_by_length,
     length_data,
     length_scores,
@@ -30,7 +30,6 @@ from companion.experiments.extrapolation import (
     scale_sinusoids,
     scheme_configs,
     set_window,
-    trained_window_runs,
 )
 from companion.figures.decoder import plot_length
 from companion.models.decoder import DecoderLM

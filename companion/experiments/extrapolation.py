@@ -20,10 +20,6 @@ rows of ``L``, ``2L`` and ``4L`` (:func:`length_scores`):
   ``base * s^(d / (d - 2))``, which slows the low frequencies by about ``s`` and leaves the
   highest nearly alone.
 
-:func:`trained_window_runs` trains the RoPE model with a sliding window instead, on each seed's
-data of the benchmark; ``python -m companion.experiments.extrapolation`` records a window of 8
-in :data:`WINDOW_RESULTS` (the exercise ex-modern-length).
-
 The sinusoids run twice. ``DecoderLM`` adds them as they are, entries of size about 1, to token
 embeddings initialised at 0.02 (GPT-2's scale, made for learned positions): the pitfall of
 sec-positional-encoding, where the inputs are mostly position. ``"sinusoidal, scaled"``
@@ -72,7 +68,6 @@ from companion.models.decoder import DecoderConfig, DecoderLM, gpt2_config
 from companion.modes import eval_mode
 
 RESULTS = Path(__file__).resolve().parent / "results" / "length.json"
-WINDOW_RESULTS = RESULTS.with_name("length-window.json")  # :func:`trained_window_runs`
 SCHEMES = {  # name -> DecoderConfig.positions
     "learned": "learned",
     "sinusoidal": "sinusoidal",
@@ -334,54 +329,3 @@ def load_length_results(path: Path = RESULTS) -> dict[str, Any]:
             f"no length results at {path}: run `python -m companion.bench length`"
         )
     return json.loads(path.read_text(encoding="utf-8"))
-
-
-def trained_window_runs(
-    window: int,
-    seeds: int = 5,
-    steps: int = STEPS,
-    batch_size: int = BATCH_SIZE,
-    device: torch.device | None = None,
-    test_sentences: int = TEST_SENTENCES,
-) -> dict[str, Any]:
-    """The RoPE model of ``python -m companion.bench length`` trained with a sliding window of
-    ``window`` positions, on each seed's data and initialisation of that benchmark, scored on
-    rows of each length: ``{"window": ..., "steps": ..., "batch_size": ..., "seeds": ...,
-    "lengths": {str(n): [gap of each seed]}}``, seed by seed beside the benchmark's ``"rope"``
-    runs (the exercise ex-modern-length)."""
-    lengths = [factor * TRAIN_LENGTH for factor in FACTORS]
-    config = scheme_configs(len(language_model_vocab()), max(lengths))["rope"]
-    config = config.replace(window=window)
-    runs: dict[str, list[float]] = {str(n): [] for n in lengths}
-    for seed in range(seeds):
-        data = length_data(seed, steps * batch_size, test_sentences=test_sentences)
-        for n, gap in gaps_by_length(config, data, seed, steps, batch_size, device).items():
-            runs[str(n)].append(round(gap, 5))
-    return {
-        "window": window,
-        "steps": steps,
-        "batch_size": batch_size,
-        "seeds": seeds,
-        "lengths": runs,
-    }
-
-
-if __name__ == "__main__":  # python -m companion.experiments.extrapolation: WINDOW_RESULTS
-    import time
-
-    from companion.bench import common
-    from companion.device import get_device
-    from companion.measure import use_threads
-
-    device = get_device()
-    threads = use_threads(device)
-    load_before, start = common.load_average(), time.perf_counter()
-    runs = trained_window_runs(8, device=device)
-    record = {
-        **common.run_record("length", device, threads, load_before),
-        "benchmark": "python -m companion.experiments.extrapolation",
-        "seconds": round(time.perf_counter() - start, 1),
-        **runs,
-    }
-    common.write_results(record, WINDOW_RESULTS, "length, window 8")
-    print(json.dumps(runs["lengths"]))

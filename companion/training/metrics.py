@@ -25,7 +25,8 @@ How this relates to sacrebleu's BLEU (``sacrebleu.metrics.BLEU``), on the same t
   sacrebleu's default ``'exp'`` smoothing replaces zero precisions and scores above 0.
 * Corpus level. sacrebleu's corpus BLEU sums counts over all sentences before dividing (so
   long sentences weigh more); :func:`corpus_bleu` here averages d2l's sentence scores, an
-  aggregation of companion's own (d2l scores single sentences only). The two differ on any corpus whose sentences score differently.
+  aggregation of companion's own (d2l scores single sentences only). The two differ on any
+  corpus whose sentences score differently.
   :func:`standard_corpus_bleu` is the pooled one, on a 0-1 scale: sacrebleu's corpus BLEU
   (``tokenize='none'``, ``smooth_method='none'``) divided by 100, without sacrebleu.
 
