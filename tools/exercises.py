@@ -29,7 +29,7 @@ GATE = re.compile(
 )
 LABEL = re.compile(r"^:label:[ \t]*(\S+)", re.M)
 # The tag every exercise text starts with: *(Easy.)*, *(Coding, medium.)*, *(Open-ended.)* ...
-TAG = re.compile(r"\*\((?:(Coding), )?(easy|medium|open-ended)\.\)\*", re.I)
+TAG = re.compile(r"\*\((?:(Coding), )?(easy|medium|open-ended)(?:; build it yourself)?\.\)\*", re.I)
 
 # Points per exercise in the nbgrader course, by difficulty.
 POINTS = {"easy": 1, "medium": 2, "open-ended": 3}

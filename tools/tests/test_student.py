@@ -222,6 +222,8 @@ def test_checker_run_on_the_student_stub_says_not_implemented(where, source):
     tree = ast.parse(source)
     namespace = {"torch": torch, "math": math, "nn": torch.nn, "F": torch.nn.functional}
     namespace.update({name: getattr(companion, name) for name in companion.__all__})
+    # An exercise of two cells may import its checker in the first (chapter 7's decoder block).
+    namespace.update({n: getattr(companion.exercises, n) for n in companion.exercises.__all__})
     definitions = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
     body = [node for node in tree.body if isinstance(node, definitions)]
     exec(compile(ast.Module(body, type_ignores=[]), where, "exec"), namespace)
