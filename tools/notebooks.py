@@ -253,12 +253,7 @@ def execute_and_record(
     A failed notebook keeps its committed file and gets a failed entry; the others still run.
     ``complete`` means ``paths`` are all the book's notebooks: entries of others are dropped.
     """
-    record = read_record(record_path, missing_ok=True)
     names = [path.relative_to(root).as_posix() for path in paths]
-    if complete:
-        record["notebooks"] = {
-            name: entry for name, entry in record["notebooks"].items() if name in names
-        }
     environment = run_environment()
     all_passed = True
     for path, name in zip(paths, names):
@@ -271,6 +266,13 @@ def execute_and_record(
             result = f"failed: {getattr(error, 'ename', None) or type(error).__name__}"
             print(f"{name}: {error}", file=sys.stderr)
             all_passed = False
+        # Read the record again just before writing it: another `make outputs` of other
+        # notebooks may have written its entries meanwhile.
+        record = read_record(record_path, missing_ok=True)
+        if complete:
+            record["notebooks"] = {
+                other: entry for other, entry in record["notebooks"].items() if other in names
+            }
         record["notebooks"][name] = record_entry(path, seconds, result, environment)
         write_record(record_path, record)
         print(f"{seconds:6.1f} s  {result:<8}  {name}")
