@@ -329,3 +329,73 @@ def _check_tokens_fit(
                 f"{name} holds {len(tokens)} tokens for weights of {steps} {axis} steps: "
                 "one token per step, at least one (a str is one token per character)"
             )
+
+
+def show_graph_attention(
+    weights,
+    mask,
+    nodes: Sequence[str],
+    figsize: tuple[float, float] = (7.0, 3.0),
+    cmap: str = "Reds",
+    *,
+    path: str | Path | None = None,
+) -> None:
+    """A graph beside the attention weights that its mask allows (sec-self-attention).
+
+    ``mask`` is the ``(queries, keys)`` boolean mask of graph attention: ``mask[i, j]`` is True
+    when node ``i`` may attend to node ``j``, that is when information flows from ``j`` to
+    ``i``. The left panel draws the nodes on a circle, labelled with ``nodes``, and an arrow
+    ``j -> i`` for every such pair of two different nodes (a double-headed arrow when it flows
+    both ways, as on an undirected graph); a ring marks each node that attends to itself. The
+    right panel is the ``(queries, keys)`` heatmap of ``weights``, node names as tick labels.
+    """
+    weights = torch.as_tensor(_as_numpy(weights)).float()
+    mask = torch.as_tensor(_as_numpy(mask)).bool()
+    check_sequence("nodes", nodes, "a list of node names, one per row of the weights")
+    n = len(nodes)
+    if weights.shape != (n, n) or mask.shape != (n, n):
+        raise ValueError(
+            f"weights and mask must both have shape (nodes, nodes) = ({n}, {n}); got "
+            f"{tuple(weights.shape)} and {tuple(mask.shape)}"
+        )
+    fig, (graph_ax, heat_ax) = plt.subplots(
+        1, 2, figsize=figsize, gridspec_kw={"width_ratios": [1, 1]}
+    )
+    angles = torch.arange(n) * (2 * torch.pi / n) + torch.pi / 2  # the first node on top
+    xy = torch.stack([angles.cos(), angles.sin()], dim=1).tolist()
+    radius = 0.16
+    for i in range(n):
+        for j in range(i):
+            forward, backward = bool(mask[i, j]), bool(mask[j, i])  # j -> i, i -> j
+            if not (forward or backward):
+                continue
+            start, end = (xy[j], xy[i]) if forward else (xy[i], xy[j])
+            style = "<|-|>" if forward and backward else "-|>"
+            graph_ax.annotate(
+                "",
+                xy=end,
+                xytext=start,
+                arrowprops=dict(
+                    arrowstyle=style, color="0.35", shrinkA=14, shrinkB=14, mutation_scale=12
+                ),
+            )
+    for i, ((x, y), name) in enumerate(zip(xy, nodes)):
+        if mask[i, i]:  # a self-loop: a ring outside the node
+            graph_ax.add_patch(
+                plt.Circle((1.22 * x, 1.22 * y), 0.09, fill=False, color="0.35", linewidth=1)
+            )
+        graph_ax.add_patch(plt.Circle((x, y), radius, color="#f4c7a1", ec="0.2", zorder=3))
+        graph_ax.text(x, y, name, ha="center", va="center", fontsize=11, zorder=4)
+    graph_ax.set_xlim(-1.45, 1.45)
+    graph_ax.set_ylim(-1.45, 1.45)
+    graph_ax.set_aspect("equal")
+    graph_ax.axis("off")
+    graph_ax.set_title("graph")
+    image = heat_ax.imshow(weights.numpy(), cmap=cmap, vmin=0)
+    heat_ax.set_xticks(range(n), labels=list(nodes))
+    heat_ax.set_yticks(range(n), labels=list(nodes))
+    heat_ax.set_xlabel("key node")
+    heat_ax.set_ylabel("query node")
+    heat_ax.set_title("attention weights")
+    fig.colorbar(image, ax=heat_ax, shrink=0.8)
+    _finish(fig, path)
