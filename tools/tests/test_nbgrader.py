@@ -155,8 +155,8 @@ def _submit(course: Path, chapter: str, student: str, notebook: nbformat.Noteboo
     nbformat.write(notebook, target)
 
 
-def _chapter_round_trip(course: Path, chapter: str, submissions: str) -> dict:
-    """One chapter's course: generate, submit, autograde, feedback. The ``submissions`` are
+def _chapter_course(course: Path, chapter: str, submissions: str) -> dict:
+    """One chapter's course, generated, with its submissions in place. The ``submissions`` are
     ``"book"``: the book's solutions and the untouched release; or ``"mistakes"``: one typical
     mistake per checker. The expected scores per student:
     ``{student: (points of each test cell, the test cells that must fail, the hint)}``."""
@@ -189,24 +189,27 @@ def _chapter_round_trip(course: Path, chapter: str, submissions: str) -> dict:
             student = f"mistake-{call.checker}"
             _submit(course, chapter, student, wrong)
             expected[student] = (tests, {f"{exercise.label}-test"}, mistakes[0][1])
+    return expected
+
+
+def _grade(course: Path, chapter: str) -> None:
     _nbgrader(course, "autograde", chapter)
     _nbgrader(course, "generate_feedback", chapter)
-    return expected
 
 
 @pytest.fixture(scope="module")
 def round_trip(tmp_path_factory) -> dict:
-    """The chapter in two course directories, run side by side (one core each): the book's
+    """The chapter in two course directories, graded side by side (one core each): the book's
     solutions and the untouched release in one, the typical mistakes in the other. The
     gradebooks' scores, the autograded notebooks and the feedback, by student."""
     start = time.perf_counter()
     courses = {kind: tmp_path_factory.mktemp(f"course-{kind}") for kind in ("book", "mistakes")}
+    # Prepared one after the other: ast.parse is not thread-safe on Python 3.11
+    # (python/cpython#106905). Only the nbgrader processes run side by side.
+    results = {kind: _chapter_course(course, ROUND_TRIP, kind) for kind, course in courses.items()}
     with ThreadPoolExecutor(max_workers=len(courses)) as pool:
-        futures = {
-            kind: pool.submit(_chapter_round_trip, course, ROUND_TRIP, kind)
-            for kind, course in courses.items()
-        }
-        results = {kind: future.result() for kind, future in futures.items()}
+        for graded in [pool.submit(_grade, course, ROUND_TRIP) for course in courses.values()]:
+            graded.result()
     expected = {student: want for result in results.values() for student, want in result.items()}
     course_of = {student: courses[kind] for kind, result in results.items() for student in result}
     seconds = time.perf_counter() - start
