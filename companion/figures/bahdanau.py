@@ -33,9 +33,9 @@ def show_alignment(
     ``model`` is an encoder-decoder whose decoder records its attention weights (such as
     ``Seq2SeqAttentionDecoder``); ``source`` is a list of tokens, padded to ``num_steps``; at
     most ``tgt_num_steps`` tokens are decoded. Prints ``source -> output`` and draws the
-    weights of each output token and ``<eos>`` (rows) over the source tokens and ``<eos>``
-    (columns), a space shown as ␣. Returns the output, joined into a str, and the
-    ``(output steps, num_steps)`` weights, on the CPU.
+    weights of each output token, and of ``<eos>`` if it was decoded (rows), over the source
+    tokens and ``<eos>`` (columns), a space shown as ␣. Returns the output, joined into a
+    str, and the ``(output steps, num_steps)`` weights, on the CPU.
     """
     check_sequence("source", source, "a list of source tokens")
     check_integer("num_steps", num_steps)
@@ -56,5 +56,6 @@ def show_alignment(
     weights = torch.cat(steps).cpu()  # (output steps, num_steps)
     print("".join(source), "->", "".join(output))
     characters = [token if token != " " else "␣" for token in source] + ["<eos>"]
-    plot_attention(weights, characters, [*output, "<eos>"], path=path)
+    rows = [*output, "<eos>"][: len(weights)]  # no <eos> if decoding stopped at the limit
+    plot_attention(weights, characters, rows, path=path)
     return "".join(output), weights
