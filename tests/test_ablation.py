@@ -9,8 +9,11 @@ import pytest
 
 from companion.data.tasks.language import language_model_vocab
 from companion.experiments.ablation import (
+    LR_SWEEP,
+    SWEPT,
     VARIANTS,
     gap_to_floor,
+    gap_with_curve,
     language_data,
     load_results,
     num_parameters,
@@ -38,13 +41,37 @@ def test_a_short_run_gives_a_finite_positive_gap():
     assert math.isfinite(gap) and gap > 0  # 4 steps are far from the floor
 
 
+def test_leaving_one_out_keeps_the_other_three_changes():
+    for name in ("RMSNorm", "RoPE", "SwiGLU", "GQA"):
+        single, left_out = VARIANTS[f"+ {name}"], VARIANTS[f"all but {name}"]
+        assert {**left_out, **single} == VARIANTS["all four"]
+        assert not set(single) & set(left_out)
+
+
+def test_the_learning_curve_is_the_same_training_cut_into_parts():
+    data = language_data(seed=0, num_train=6 * 8)
+    config = CONFIGS["all four"]
+    gap = gap_to_floor(config, data, seed=0, steps=6, batch_size=8)
+    final, curve = gap_with_curve(config, data, seed=0, steps=6, batch_size=8, points=3)
+    assert final == gap and [step for step, _ in curve] == [2, 4, 6]
+    assert curve[-1][1] == gap and curve[0][1] > curve[-1][1]  # it learns
+
+
 def test_the_committed_results_name_their_machine_and_cover_every_variant():
     results = load_results()
     assert results["machine"] and results["versions"]["torch"]
     assert list(results["variants"]) == list(VARIANTS)
+    settings = results["settings"]
     for name, row in results["variants"].items():
-        assert len(row["gaps"]) == results["settings"]["seeds"] >= 3, name
+        assert len(row["gaps"]) == settings["seeds"] >= 3, name
         assert row["parameters"] == num_parameters(CONFIGS[name]), name
+        assert len(row["curves"]) == settings["seeds"], name
+        assert all(len(c) == len(settings["curve_steps"]) for c in row["curves"]), name
+        assert [c[-1] for c in row["curves"]] == row["gaps"], name  # the last point is the gap
+    assert list(results["lr_sweep"]) == list(SWEPT)
+    for name, by_lr in results["lr_sweep"].items():
+        assert sorted(map(float, by_lr)) == sorted([*LR_SWEEP, settings["lr"]]), name
+        assert by_lr[format(settings["lr"], "g")]["gaps"] == results["variants"][name]["gaps"]
 
 
 def test_the_committed_results_ship_with_the_package():
@@ -88,11 +115,22 @@ def test_the_llama_recipe_is_the_gpt_recipe_with_the_all_four_model(monkeypatch)
     assert result.model.startswith("Llama-style") and result.reached is False
 
 
-def test_the_paired_plot_draws_each_runs_difference_and_refuses_unpaired_runs():
-    from companion.figures.decoder import plot_ablation_pairs
+def test_the_ablation_figures_pair_each_seed_with_the_baseline():
+    import matplotlib.pyplot as plt
 
-    plot_ablation_pairs({"GPT-2 block": [0.1, 0.2], "all four": [0.05, 0.1]})
-    with pytest.raises(ValueError, match="baseline 'GPT-2 block' is not one of the variants"):
-        plot_ablation_pairs({"all four": [0.05, 0.1]})
-    with pytest.raises(ValueError, match="one gap per seed"):
-        plot_ablation_pairs({"GPT-2 block": [0.1, 0.2], "all four": [0.05]})
+    from companion.figures.decoder import plot_ablation_pairs, plot_learning_curves
+
+    gaps = {"GPT-2 block": [0.08, 0.06], "all four": [0.05, 0.05]}
+    plot_ablation_pairs(gaps)
+    right = plt.gcf().axes[1]
+    dots = [line for line in right.get_lines() if line.get_marker() == "o"]
+    drawn = [[round(float(x), 6) for x in line.get_xdata()] for line in dots]
+    assert drawn == [[0.0, 0.0], [-0.03, -0.01]]
+    plt.close("all")
+    with pytest.raises(ValueError, match="baseline"):
+        plot_ablation_pairs({"all four": [0.1]})
+    plot_learning_curves({"GPT-2 block": [[1.0, 0.2], [0.9, 0.1]]}, [150, 300])
+    assert plt.gcf().axes[0].get_yscale() == "log"
+    plt.close("all")
+    with pytest.raises(ValueError, match="2 points"):
+        plot_learning_curves({"GPT-2 block": [[1.0]]}, [150, 300])

@@ -138,6 +138,43 @@ def plot_ablation_pairs(
     _finish(fig, path)
 
 
+def plot_learning_curves(
+    curves: dict[str, list[list[float]]],
+    steps: Sequence[int],
+    figsize: tuple[float, float] = (5.5, 3.2),
+    *,
+    path: str | Path | None = None,
+) -> None:
+    """The gap to the entropy floor during training, one colour per variant (``curves``: name
+    -> for each seed, its gap after each of ``steps``): a thin line per seed and a thick one
+    for the mean, on a logarithmic gap axis, so that the late differences stay visible."""
+    if not isinstance(curves, Mapping) or not curves:
+        raise ValueError(
+            f"curves must map each variant to its seeds' curves; got {describe(curves)}"
+        )
+    steps = list(steps)
+    for name, runs in curves.items():
+        if not runs or any(len(run) != len(steps) for run in runs):
+            raise ValueError(
+                f"curves[{name!r}]: each seed's curve needs {len(steps)} points, one per step "
+                f"of steps={steps}; got {[len(run) for run in runs]}"
+            )
+        if min(min(run) for run in runs) <= 0:
+            raise ValueError(f"curves[{name!r}]: every gap must be positive for the log axis")
+    fig, ax = plt.subplots(figsize=figsize)
+    for i, (name, runs) in enumerate(curves.items()):
+        for run in runs:
+            ax.plot(steps, run, color=f"C{i}", lw=0.8, alpha=0.4)
+        means = [statistics.fmean(points) for points in zip(*runs)]
+        ax.plot(steps, means, color=f"C{i}", lw=2, label=name)
+    ax.set_yscale("log")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("gap to the floor (nats/token)")
+    ax.grid(alpha=0.3)
+    ax.legend(frameon=False, fontsize="small")
+    _finish(fig, path)
+
+
 def plot_gap_by_position(
     stretches: dict[str, list[list[float]]],
     train_length: int,
