@@ -168,6 +168,11 @@ def plot_learning_curves(
         means = [statistics.fmean(points) for points in zip(*runs)]
         ax.plot(steps, means, color=f"C{i}", lw=2, label=name)
     ax.set_yscale("log")
+    values = [g for runs in curves.values() for run in runs for g in run]
+    ticks = [t for t in (0.02, 0.05, 0.1, 0.2, 0.5, 1, 2) if min(values) <= t <= max(values)]
+    ax.set_yticks(ticks, labels=[f"{t:g}" for t in ticks])
+    ax.yaxis.set_minor_formatter("")
+    ax.set_xticks(steps)
     ax.set_xlabel("training step")
     ax.set_ylabel("gap to the floor (nats/token)")
     ax.grid(alpha=0.3)
