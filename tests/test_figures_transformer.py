@@ -7,7 +7,9 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
+from companion.experiments import rnn_comparison
 from companion.figures.transformer import (
+    comparison_table,
     plot_lr_sweep,
     plot_training_curves,
     show_layer_attention,
@@ -64,3 +66,36 @@ def test_plot_lr_sweep_shows_every_run_and_the_means_on_honest_axes():
         plt.close(fig)
     with pytest.raises(ValueError, match="holds no run"):
         plot_lr_sweep({"A": []})
+
+
+def test_comparison_table_has_a_row_per_setting_and_marks_the_chosen_rates():
+    def runs(model, lr, exact_match, **options):
+        setting = {"dropout": 0.0, "label_smoothing": 0.0, **options}
+        return [
+            {
+                "model": model,
+                "lr": lr,
+                **setting,
+                "loss": 0.5,
+                "val_exact_match": exact_match,
+                "exact_match": exact_match + s / 100,
+                "standard_bleu": 90.0,
+            }
+            for s in range(3)
+        ]
+
+    results = {"chosen_lr": {"Transformer": 3e-3, "Bahdanau": 1e-2}, "runs": []}
+    for name in rnn_comparison.MODELS:
+        for lr in rnn_comparison.LEARNING_RATES[name]:
+            results["runs"] += runs(name, lr, 0.5)
+    for options in rnn_comparison.REGULARISED:
+        results["runs"] += runs("Transformer", rnn_comparison.CHAPTER_LR, 0.4, **options)
+    header, *rows = comparison_table(results).splitlines()
+    assert "test exact match" in header and len(rows) == 8
+    chosen = ["chosen" in row for row in rows[:6]]
+    assert chosen == [False, True, False, False, True, False]
+    assert "dropout 0.1" in rows[6] and "label_smoothing 0.1" in rows[7]
+    assert "0.500 to 0.520" in rows[0]
+    results["runs"] = [r for r in results["runs"] if r["model"] != "Bahdanau"]
+    with pytest.raises(ValueError, match="no run of Bahdanau"):
+        comparison_table(results)

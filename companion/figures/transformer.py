@@ -1,6 +1,6 @@
 """The figures of sec-transformer: attention maps with a row per layer, the training curves of
-the comparison with the GRU model with their learning-rate schedule, and its learning-rate
-sweep with every recorded run."""
+the comparison with the GRU model with their learning-rate schedule, its learning-rate
+sweep with every recorded run, and the table of that comparison."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from companion._validate import check_number, check_sequence, check_type
+from companion.experiments import rnn_comparison
 from companion.figures.plot import _as_numpy, _finish
 
 
@@ -142,3 +143,41 @@ def plot_lr_sweep(
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
     _finish(fig, path)
+
+
+def comparison_table(results: dict[str, Any]) -> str:
+    """The comparison of sec-transformer as a text table, a row per model and peak learning
+    rate (every rate of :data:`~companion.experiments.rnn_comparison.LEARNING_RATES`), then the
+    Transformer at the chapter's rate with each regulariser of ``REGULARISED``. Each row holds
+    the mean training loss, mean validation exact match and mean standard BLEU of its runs and
+    the range of their test exact match; a rate in ``results["chosen_lr"]`` is marked "chosen".
+    ``results`` is :func:`~companion.experiments.rnn_comparison.load_comparison_results`'s."""
+    check_type("results", results, dict, "the comparison's results, a dict")
+    chosen = results["chosen_lr"]
+    settings: list[tuple[str, float, dict[str, float]]] = [
+        (name, lr, {})
+        for name in rnn_comparison.MODELS
+        for lr in rnn_comparison.LEARNING_RATES[name]
+    ]
+    settings += [("Transformer", rnn_comparison.CHAPTER_LR, r) for r in rnn_comparison.REGULARISED]
+    lines = [
+        f"{'model':12s}{'lr':>6s}{'':22s}{'loss':>6s}{'validation':>12s}"
+        f"{'test exact match':>18s}{'BLEU':>7s}"
+    ]
+    for name, lr, options in settings:
+        runs = rnn_comparison.select_runs(results, name, lr, **options)
+        if not runs:
+            raise ValueError(f"results hold no run of {name} at lr {lr} with {options}")
+        mean = {
+            key: sum(r[key] for r in runs) / len(runs)
+            for key in ("loss", "val_exact_match", "standard_bleu")
+        }
+        em = [r["exact_match"] for r in runs]
+        note = ", ".join(f"{k} {v}" for k, v in options.items())
+        note = note or ("chosen" if lr == chosen[name] else "")
+        lines.append(
+            f"{name:12s}{lr:6.3f}  {note:20s}{mean['loss']:6.2f}"
+            f"{mean['val_exact_match']:12.3f}{min(em):10.3f} to {max(em):.3f}"
+            f"{mean['standard_bleu']:7.1f}"
+        )
+    return "\n".join(lines)
