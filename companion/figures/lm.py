@@ -6,7 +6,8 @@ the figure when given ``path=``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -50,3 +51,18 @@ def show_masks(
             ax.set_yticks(range(len(labels)), labels=labels)
     axes[0, 0].set_ylabel("queries")
     _finish(fig, path)
+
+
+def loss_table(losses_by_class: Mapping[str, Sequence[float]]) -> str:
+    """A table of per-label losses grouped by what the label is, one row per group, the most
+    frequent group first: its share of all the labels, its mean loss in nats, and ``e`` to that
+    mean (the perplexity of that kind of prediction). ``losses_by_class`` maps a group's name
+    (a word class) to the losses of its labels, in nats; print the string it returns."""
+    if not losses_by_class or any(len(v) == 0 for v in losses_by_class.values()):
+        raise ValueError("losses_by_class must map each group to a non-empty list of losses")
+    total = sum(len(v) for v in losses_by_class.values())
+    rows = [f"{'label':13}{'share':>7}{'loss (nats)':>13}{'e^loss':>8}"]
+    for name, values in sorted(losses_by_class.items(), key=lambda item: -len(item[1])):
+        mean = sum(values) / len(values)
+        rows.append(f"{name:13}{len(values) / total:7.3f}{mean:13.3f}{math.exp(mean):8.1f}")
+    return "\n".join(rows)
