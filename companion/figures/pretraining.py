@@ -1,5 +1,6 @@
-"""Figures of the pretraining chapter (sec-pretraining): the learning curve of fine-tuning and
-T5's comparison of objectives; and of the scaling section of sec-language-models: the
+"""Figures of the pretraining chapter (sec-pretraining): the learning curve of fine-tuning, its
+table of runs, the table of masked-word guesses by word class and T5's comparison of
+objectives; and of the scaling section of sec-language-models: the
 published scaling laws and the measured gap to the floor. The published numbers come from
 :mod:`companion.experiments.published`.
 
@@ -10,7 +11,7 @@ the figure when given ``path=``.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -71,6 +72,56 @@ def plot_learning_curves(
     ax.grid(True)
     ax.legend(fontsize=7, loc="upper left")
     _finish(fig, path)
+
+
+_RUNS = {1: "one run", 2: "two runs", 3: "three runs", 4: "four runs", 5: "five runs"}
+
+
+def learning_curve_table(
+    sizes: Sequence[int],
+    accuracies: Mapping[str, Sequence[Sequence[float]]],
+    train_accuracies: Mapping[tuple[str, int, int], float],
+    seeds: Sequence[int],
+) -> str:
+    """The learning curve as a table, one row per number of labels and curve: the test
+    accuracy of every run and the mean training accuracy over the runs. ``accuracies`` is as
+    for :func:`plot_learning_curves`, one run per seed; ``train_accuracies[name, size, seed]``
+    holds each run's accuracy on its own labelled examples. Print the string it returns."""
+    _check_learning_curves(sizes, accuracies, None)
+    if not seeds:
+        raise ValueError("seeds must name at least one run")
+    runs_name = _RUNS.get(len(seeds), f"{len(seeds)} runs")
+    rows = [
+        f"{'labelled':>8}  {'model':13}{'test accuracy, ' + runs_name:>27}{'training accuracy':>19}"
+    ]
+    for i, size in enumerate(sizes):
+        for name, runs in accuracies.items():
+            tests = "  ".join(f"{a:.4f}" for a in runs[i])
+            fits = sum(train_accuracies[name, size, seed] for seed in seeds) / len(seeds)
+            rows.append(f"{size:8d}  {name:13}{tests:>27}{fits:19.4f}")
+    return "\n".join(rows)
+
+
+def word_class_table(
+    counts: Mapping[str, Sequence[int]], agreeing: Collection[str] = ("article", "noun")
+) -> str:
+    """Guesses for hidden words by word class, the commonest class first: how many words were
+    hidden, the share guessed exactly and, for the classes in ``agreeing``, the share whose
+    guess has the right gender and number; a last row ``all`` sums the classes.
+    ``counts[name]`` is ``(hidden, exact, agreeing)``, three counts with ``hidden`` positive.
+    Print the string it returns."""
+    if not counts or any(len(c) != 3 or c[0] <= 0 for c in counts.values()):
+        raise ValueError(
+            "counts must map each word class to (hidden, exact, agreeing) with hidden > 0; "
+            f"got {describe(counts)}"
+        )
+    rows = [f"{'word class':13}{'hidden':>7}{'exact':>8}{'gender and number':>19}"]
+    for name, (n, exact, agree) in sorted(counts.items(), key=lambda item: -item[1][0]):
+        share = f"{agree / n:.4f}" if name in agreeing else ""
+        rows.append(f"{name:13}{n:7d}{exact / n:8.4f}{share:>19}")
+    hidden = sum(c[0] for c in counts.values())
+    rows.append(f"all{hidden:17d}{sum(c[1] for c in counts.values()) / hidden:8.4f}")
+    return "\n".join(rows)
 
 
 def _check_learning_curves(sizes: Sequence[int], accuracies: object, chance: object) -> None:
