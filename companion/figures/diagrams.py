@@ -786,7 +786,7 @@ def draw_rope_pairings(head_dim: int = 8) -> Figure:
 
 def draw_rolling_cache(window: int = 4, num_steps: int = 7) -> Figure:
     """The rolling cache of a sliding window of ``window`` tokens (sec-modern-decoder): a ring of
-    ``window`` slots; the token at position ``m`` is written into slot ``m mod window``,
+    ``window`` slots; the token at position ``i`` is written into slot ``i mod window``,
     over the token ``window`` places before it, which no query can see any more. One row per
     decoding step, the slot written at that step highlighted. ``window`` is 2 to 6 and
     ``num_steps`` from ``window + 1`` to 10."""
@@ -814,7 +814,7 @@ def draw_rolling_cache(window: int = 4, num_steps: int = 7) -> Figure:
         if m >= window:
             note = f"overwrites $k_{{{m - window}}}$ in slot {m % window}"
             ax.text(2.4 + window * size, y + size / 2, note, va="center", fontsize=8)
-    ax.text(0.2, 0.15, f"slot of token $m$: $m$ mod {window}; the cache never holds more than "
+    ax.text(0.2, 0.15, f"slot of token $i$: $i$ mod {window}; the cache never holds more than "
             f"{window} tokens", fontsize=8)  # fmt: skip
     return fig
 
@@ -1270,7 +1270,7 @@ def draw_masking_rule(
             ax.text(x, 1.0, "–", ha="center", va="center", fontsize=9, color="#888888")
     ax.text(0.1, 0.2, "loss only at the chosen positions (orange); – : no loss", fontsize=8)
     ax.text(
-        0.1, 5.35, "chosen: about 15% of the positions (three here, one of each kind)", fontsize=9
+        0.1, 5.35, "chosen: 15% of a corpus's positions (three here, one of each kind)", fontsize=9
     )
     return fig
 
